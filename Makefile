@@ -1,0 +1,40 @@
+# Two entry points for a new user: `make demo` and `make test`. Both set everything up.
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PIP     := $(VENV)/bin/pip
+STAMP   := $(VENV)/.deps-installed
+
+.PHONY: demo test build rust-test py-test lint bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.5,<2" "numpy>=1.24" "pytest>=7" "hypothesis>=6" ruff
+	touch $(STAMP)
+
+# Build the native module (release, thin LTO) into the venv.
+build: $(STAMP)
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
+
+demo: build
+	$(PY) examples/demo.py
+
+rust-test:
+	cargo test -q
+
+py-test: build
+	$(PY) -m pytest tests/python -q
+
+test: rust-test py-test
+
+lint: $(STAMP)
+	cargo fmt --all -- --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --features python -- -D warnings
+	$(VENV)/bin/ruff check python tests benches examples
+
+bench: build
+	$(PY) benches/compare.py
+
+clean:
+	rm -rf $(VENV) target

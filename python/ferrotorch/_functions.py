@@ -1,0 +1,40 @@
+"""Module-level functions (``ferrotorch.exp(x)``, ``ferrotorch.add(a, b)``...) that forward to
+the Tensor method of the same name, as in PyTorch. The maths is in Rust; this is routing only.
+"""
+
+from ferrotorch import _C
+
+Tensor = _C.Tensor
+
+# Functions whose first argument is the input tensor and which behave exactly like the method.
+_METHOD_FUNCTIONS = """
+add sub mul div true_divide floor_divide remainder pow atan2 maximum minimum
+eq ne lt le gt ge logical_and logical_or logical_xor logical_not
+bitwise_and bitwise_or bitwise_xor bitwise_not
+neg negative abs sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan
+sinh cosh tanh asinh acosh atanh sigmoid relu silu erf erfc erfinv floor ceil trunc frac
+reciprocal square
+""".split()
+
+__all__ = []
+
+
+def _forward(name):
+    def fn(input, *args, out=None, **kwargs):
+        if not isinstance(input, Tensor):
+            input = _C.tensor(input)
+        result = getattr(input, name)(*args, **kwargs)
+        if out is not None:
+            out.copy_(result)
+            return out
+        return result
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Same as :meth:`Tensor.{name}` (see PyTorch's ``torch.{name}``)."
+    return fn
+
+
+for _name in _METHOD_FUNCTIONS:
+    if hasattr(Tensor, _name) and _name not in globals():
+        globals()[_name] = _forward(_name)
+        __all__.append(_name)

@@ -1,0 +1,23 @@
+"""`ferrotorch.Size`: the tuple subclass returned by `Tensor.shape` and `Tensor.size()`."""
+
+import math
+
+
+class Size(tuple):
+    """A tensor shape; a tuple of ints that prints like PyTorch's `torch.Size([2, 3])`."""
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+    def __repr__(self) -> str:
+        return f"ferrotorch.Size({list(self)})"
+
+    def __getitem__(self, key):
+        r = super().__getitem__(key)
+        return Size(r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))

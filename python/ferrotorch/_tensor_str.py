@@ -1,0 +1,170 @@
+"""Torch-style printing of tensors (formatting lives in Python, as in PyTorch)."""
+
+import math
+
+from ferrotorch import _C
+
+_DEFAULTS = dict(precision=4, threshold=1000, edgeitems=3, linewidth=80, sci_mode=None)
+PRINT_OPTIONS = dict(_DEFAULTS)
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """Same knobs as ``torch.set_printoptions``."""
+    if profile == "default":
+        PRINT_OPTIONS.update(_DEFAULTS)
+    elif profile == "short":
+        PRINT_OPTIONS.update(precision=2, threshold=1000, edgeitems=2, linewidth=80)
+    elif profile == "full":
+        PRINT_OPTIONS.update(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)
+    for k, v in dict(precision=precision, threshold=threshold, edgeitems=edgeitems,
+                     linewidth=linewidth).items():
+        if v is not None:
+            PRINT_OPTIONS[k] = v
+    PRINT_OPTIONS["sci_mode"] = sci_mode
+
+
+class _Formatter:
+    """Decides one width and notation for all printed elements, like PyTorch's."""
+
+    def __init__(self, values, is_float, is_bool):
+        self.is_float = is_float
+        self.is_bool = is_bool
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+        p = PRINT_OPTIONS["precision"]
+        if is_bool:
+            self.max_width = max((len(str(v)) for v in values), default=1)
+            return
+        if not is_float:
+            self.max_width = max((len(str(v)) for v in values), default=1)
+            return
+        finite = [v for v in values if math.isfinite(v)]
+        nonzero = [abs(v) for v in finite if v != 0]
+        self.int_mode = all(v == math.floor(v) for v in finite)
+        if self.int_mode:
+            if nonzero and max(nonzero) > 1e8:
+                self.int_mode = False
+                self.sci_mode = True
+            widths = [len(f"{v:.0f}.") for v in finite]
+        else:
+            if nonzero:
+                mx, mn = max(nonzero), min(nonzero)
+                if mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4:
+                    self.sci_mode = True
+            widths = [len(self._fmt_float(v, p)) for v in finite]
+        if PRINT_OPTIONS["sci_mode"] is not None:
+            self.sci_mode = PRINT_OPTIONS["sci_mode"]
+            if self.sci_mode:
+                self.int_mode = False
+        if self.sci_mode:
+            widths = [len(f"{v:.{p}e}") for v in finite]
+        nonfinite = [len(str(v)) for v in values if not math.isfinite(v)]
+        self.max_width = max(widths + nonfinite + [1])
+
+    def _fmt_float(self, v, p):
+        return f"{v:.{p}f}"
+
+    def format(self, v):
+        if self.is_bool:
+            s = str(v)
+        elif not self.is_float:
+            s = str(v)
+        elif not math.isfinite(v):
+            s = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+        elif self.sci_mode:
+            s = f"{v:.{PRINT_OPTIONS['precision']}e}"
+        elif self.int_mode:
+            s = f"{v:.0f}."
+        else:
+            s = self._fmt_float(v, PRINT_OPTIONS["precision"])
+        return s.rjust(self.max_width)
+
+
+def _summarize(t, edge):
+    """Indices to print along dim 0 (with None marking '...')."""
+    n = t.shape[0]
+    if n > 2 * edge:
+        return list(range(edge)) + [None] + list(range(n - edge, n))
+    return list(range(n))
+
+
+def _collect(lst, shape, summarize, edge):
+    """Flat list of the values that will be printed (for width computation)."""
+    if not shape:
+        return [lst]
+    n = shape[0]
+    idx = list(range(n))
+    if summarize and n > 2 * edge:
+        idx = list(range(edge)) + list(range(n - edge, n))
+    out = []
+    for i in idx:
+        out.extend(_collect(lst[i], shape[1:], summarize, edge))
+    return out
+
+
+def _fmt_nested(lst, shape, fmt, indent, summarize, edge, linewidth):
+    if not shape:
+        return fmt.format(lst)
+    n = shape[0]
+    idx = list(range(n))
+    if summarize and n > 2 * edge:
+        idx = list(range(edge)) + [None] + list(range(n - edge, n))
+    if len(shape) == 1:
+        items = ["..." if i is None else fmt.format(lst[i]) for i in idx]
+        # Wrap long rows like PyTorch.
+        per_line = max(1, (linewidth - indent) // (fmt.max_width + 2))
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    parts = []
+    for i in idx:
+        if i is None:
+            parts.append("...")
+        else:
+            parts.append(_fmt_nested(lst[i], shape[1:], fmt, indent + 1, summarize, edge,
+                                     linewidth))
+    sep = "," + "\n" * (len(shape) - 1) + " " * (indent + 1)
+    return "[" + sep.join(parts) + "]"
+
+
+def _tensor_str(t, indent):
+    shape = tuple(t.shape)
+    numel = t.numel()
+    summarize = numel > PRINT_OPTIONS["threshold"]
+    edge = PRINT_OPTIONS["edgeitems"]
+    if t.dtype in (_C.float16, _C.bfloat16):
+        t = t.float()
+    lst = t.tolist()
+    values = _collect(lst, shape, summarize, edge)
+    fmt = _Formatter(values, t.is_floating_point(), t.dtype == _C.bool)
+    return _fmt_nested(lst, shape, fmt, indent, summarize, edge, PRINT_OPTIONS["linewidth"])
+
+
+def _repr(self, *, tensor_contents=None):
+    prefix = "tensor("
+    indent = len(prefix)
+    suffixes = []
+    if self.numel() == 0 and self.dim() != 1:
+        body = "[]"
+        suffixes.append(f"size={tuple(self.shape)}")
+    elif self.numel() == 0:
+        body = "[]"
+    else:
+        body = _tensor_str(self.detach() if hasattr(self, "detach") else self, indent)
+    if self.device.type != "cpu":
+        suffixes.append(f"device='{self.device}'")
+    default = _C.get_default_dtype()
+    if self.dtype not in (default, _C.int64, _C.bool) or (self.numel() == 0 and
+                                                          self.dtype != default):
+        suffixes.append(f"dtype={self.dtype!r}")
+    grad_fn = getattr(self, "grad_fn", None)
+    if grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(grad_fn).__name__ if not hasattr(grad_fn, 'name') else grad_fn.name()}>")
+    elif self.requires_grad:
+        suffixes.append("requires_grad=True")
+    return prefix + ", ".join([body] + suffixes) + ")"
+
+
+_C.Tensor.__repr__ = _repr
+_C.Tensor.__str__ = _repr

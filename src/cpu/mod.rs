@@ -1,0 +1,3 @@
+//! CPU kernels. They know nothing about autograd or Python: slices and layouts in, `Vec`s out.
+
+pub mod strided;

@@ -1,0 +1,288 @@
+//! Strided iteration: walk a range of a tensor's linear (row-major) positions and get the
+//! storage offsets of one or more operands that share a shape. Adjacent dims are coalesced
+//! first, so a contiguous operand becomes one long run and the inner loop is a plain slice
+//! walk. Large outputs are split into chunks run on rayon's pool.
+
+use crate::layout::{Dims, Layout};
+use rayon::prelude::*;
+
+/// Below this many elements, kernels stay on the calling thread.
+pub const PAR_THRESHOLD: usize = 1 << 15;
+
+/// Chunk length for parallel loops over `n` elements.
+pub fn chunk_len(n: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    (n / (threads * 4)).max(PAR_THRESHOLD / 2)
+}
+
+/// Shape and per-operand strides after merging dims that are contiguous for every operand.
+pub struct Coalesced<const N: usize> {
+    pub shape: Dims,
+    pub strides: [Dims; N],
+}
+
+/// Merge adjacent dims `i, i+1` when every operand has `stride[i] == stride[i+1]*shape[i+1]`;
+/// drop size-1 dims.
+pub fn coalesce<const N: usize>(shape: &[usize], strides: [&[usize]; N]) -> Coalesced<N> {
+    let mut out_shape: Dims = Dims::new();
+    let mut out_strides: [Dims; N] = std::array::from_fn(|_| Dims::new());
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        let mergeable = !out_shape.is_empty()
+            && (0..N).all(|k| *out_strides[k].last().unwrap() == strides[k][d] * shape[d]);
+        if mergeable {
+            *out_shape.last_mut().unwrap() *= shape[d];
+            for k in 0..N {
+                *out_strides[k].last_mut().unwrap() = strides[k][d];
+            }
+        } else {
+            out_shape.push(shape[d]);
+            for k in 0..N {
+                out_strides[k].push(strides[k][d]);
+            }
+        }
+    }
+    if out_shape.is_empty() {
+        out_shape.push(1);
+        for s in out_strides.iter_mut() {
+            s.push(0);
+        }
+    }
+    Coalesced {
+        shape: out_shape,
+        strides: out_strides,
+    }
+}
+
+impl<const N: usize> Coalesced<N> {
+    /// Call `f(offsets, run_len, inner_strides)` for each run along the innermost dim that
+    /// covers linear positions `[start, end)`. `base` is each operand's storage offset.
+    #[inline]
+    pub fn for_each_run(
+        &self,
+        base: [usize; N],
+        start: usize,
+        end: usize,
+        mut f: impl FnMut([usize; N], usize, [usize; N]),
+    ) {
+        if start >= end {
+            return;
+        }
+        let nd = self.shape.len();
+        let inner = self.shape[nd - 1];
+        let inner_strides: [usize; N] = std::array::from_fn(|k| self.strides[k][nd - 1]);
+        // Multi-index of `start`.
+        let mut idx: Dims = smallvec::smallvec![0; nd];
+        let mut rem = start;
+        for d in (0..nd).rev() {
+            idx[d] = rem % self.shape[d];
+            rem /= self.shape[d];
+        }
+        let mut offs: [usize; N] = std::array::from_fn(|k| {
+            base[k]
+                + idx
+                    .iter()
+                    .zip(self.strides[k].iter())
+                    .map(|(i, s)| i * s)
+                    .sum::<usize>()
+        });
+        let mut pos = start;
+        while pos < end {
+            let run = (inner - idx[nd - 1]).min(end - pos);
+            f(offs, run, inner_strides);
+            pos += run;
+            if pos >= end {
+                break;
+            }
+            // Advance to the start of the next inner run.
+            for k in 0..N {
+                offs[k] += run * inner_strides[k];
+            }
+            idx[nd - 1] += run;
+            let mut d = nd - 1;
+            while idx[d] == self.shape[d] && d > 0 {
+                for k in 0..N {
+                    offs[k] -= self.shape[d] * self.strides[k][d];
+                    offs[k] += self.strides[k][d - 1];
+                }
+                idx[d] = 0;
+                idx[d - 1] += 1;
+                d -= 1;
+            }
+        }
+    }
+}
+
+/// Storage offset of every element of `layout` in row-major order.
+pub fn offsets(layout: &Layout) -> Vec<usize> {
+    let n = layout.numel();
+    let mut out = Vec::with_capacity(n);
+    let c = coalesce(&layout.shape, [&layout.strides]);
+    c.for_each_run([layout.offset], 0, n, |[o], len, [s]| {
+        for i in 0..len {
+            out.push(o + i * s);
+        }
+    });
+    out
+}
+
+/// `out[i] = f(src[element i of layout])`, parallel for large tensors.
+pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
+    src: &[T],
+    layout: &Layout,
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Vec<U> {
+    let n = layout.numel();
+    let mut out = vec![U::default(); n];
+    if n == 0 {
+        return out;
+    }
+    if layout.is_contiguous() {
+        let src = &src[layout.offset..layout.offset + n];
+        if n >= PAR_THRESHOLD {
+            let cl = chunk_len(n);
+            out.par_chunks_mut(cl)
+                .zip(src.par_chunks(cl))
+                .for_each(|(o, s)| o.iter_mut().zip(s).for_each(|(o, &s)| *o = f(s)));
+        } else {
+            out.iter_mut().zip(src).for_each(|(o, &s)| *o = f(s));
+        }
+        return out;
+    }
+    let c = coalesce(&layout.shape, [&layout.strides]);
+    let run_chunk = |start: usize, o: &mut [U]| {
+        let mut w = 0;
+        c.for_each_run(
+            [layout.offset],
+            start,
+            start + o.len(),
+            |[off], len, [st]| {
+                if st == 1 {
+                    for (dst, &s) in o[w..w + len].iter_mut().zip(&src[off..off + len]) {
+                        *dst = f(s);
+                    }
+                } else {
+                    for i in 0..len {
+                        o[w + i] = f(src[off + i * st]);
+                    }
+                }
+                w += len;
+            },
+        );
+    };
+    if n >= PAR_THRESHOLD {
+        let cl = chunk_len(n);
+        out.par_chunks_mut(cl)
+            .enumerate()
+            .for_each(|(ci, o)| run_chunk(ci * cl, o));
+    } else {
+        run_chunk(0, &mut out);
+    }
+    out
+}
+
+/// `out[i] = f(a[i], b[i])` where both layouts already have the output's (broadcast) shape.
+pub fn map2<A: Copy + Send + Sync, B: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
+    a: &[A],
+    la: &Layout,
+    b: &[B],
+    lb: &Layout,
+    f: impl Fn(A, B) -> U + Sync + Send,
+) -> Vec<U> {
+    let n = la.numel();
+    let mut out = vec![U::default(); n];
+    if n == 0 {
+        return out;
+    }
+    if la.is_contiguous() && lb.is_contiguous() {
+        let a = &a[la.offset..la.offset + n];
+        let b = &b[lb.offset..lb.offset + n];
+        if n >= PAR_THRESHOLD {
+            let cl = chunk_len(n);
+            out.par_chunks_mut(cl)
+                .zip(a.par_chunks(cl).zip(b.par_chunks(cl)))
+                .for_each(|(o, (a, b))| {
+                    for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+                        *o = f(x, y);
+                    }
+                });
+        } else {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = f(x, y);
+            }
+        }
+        return out;
+    }
+    let c = coalesce(&la.shape, [&la.strides, &lb.strides]);
+    let run_chunk = |start: usize, o: &mut [U]| {
+        let mut w = 0;
+        c.for_each_run(
+            [la.offset, lb.offset],
+            start,
+            start + o.len(),
+            |[oa, ob], len, [sa, sb]| {
+                let o = &mut o[w..w + len];
+                match (sa, sb) {
+                    (1, 1) => {
+                        for ((o, &x), &y) in
+                            o.iter_mut().zip(&a[oa..oa + len]).zip(&b[ob..ob + len])
+                        {
+                            *o = f(x, y);
+                        }
+                    }
+                    (1, 0) => {
+                        let y = b[ob];
+                        for (o, &x) in o.iter_mut().zip(&a[oa..oa + len]) {
+                            *o = f(x, y);
+                        }
+                    }
+                    (0, 1) => {
+                        let x = a[oa];
+                        for (o, &y) in o.iter_mut().zip(&b[ob..ob + len]) {
+                            *o = f(x, y);
+                        }
+                    }
+                    _ => {
+                        for (i, o) in o.iter_mut().enumerate() {
+                            *o = f(a[oa + i * sa], b[ob + i * sb]);
+                        }
+                    }
+                }
+                w += len;
+            },
+        );
+    };
+    if n >= PAR_THRESHOLD {
+        let cl = chunk_len(n);
+        out.par_chunks_mut(cl)
+            .enumerate()
+            .for_each(|(ci, o)| run_chunk(ci * cl, o));
+    } else {
+        run_chunk(0, &mut out);
+    }
+    out
+}
+
+/// In place: `dst[e] = f(dst[e], src[e])` for every element `e` of `ld`, where `ls` has
+/// `ld`'s shape (broadcast already applied). Sequential for strided destinations.
+pub fn zip_assign<T: Copy, S: Copy>(
+    dst: &mut [T],
+    ld: &Layout,
+    src: &[S],
+    ls: &Layout,
+    f: impl Fn(T, S) -> T,
+) {
+    let n = ld.numel();
+    if n == 0 {
+        return;
+    }
+    let c = coalesce(&ld.shape, [&ld.strides, &ls.strides]);
+    c.for_each_run([ld.offset, ls.offset], 0, n, |[od, os], len, [sd, ss]| {
+        for i in 0..len {
+            let d = &mut dst[od + i * sd];
+            *d = f(*d, src[os + i * ss]);
+        }
+    });
+}

@@ -1,0 +1,545 @@
+//! Element types: the `DType` enum, the `Element` trait every kernel is generic over,
+//! PyTorch's type-promotion rules, and the one dispatch macro (`with_dtype!`) that turns a
+//! runtime `DType` into a compile-time element type.
+
+use crate::{Error, Result};
+use half::{bf16, f16};
+use std::fmt::Debug;
+
+/// The element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    Bool,
+    U8,
+    I8,
+    I16,
+    I32,
+    I64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+/// Bool < integer < floating point: the categories of type promotion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    Bool,
+    Int,
+    Float,
+}
+
+impl DType {
+    pub const ALL: [DType; 10] = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::I16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
+        }
+    }
+    pub fn is_floating_point(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+    pub fn is_signed(self) -> bool {
+        !matches!(self, DType::Bool | DType::U8)
+    }
+    pub fn category(self) -> Category {
+        match self {
+            DType::Bool => Category::Bool,
+            d if d.is_floating_point() => Category::Float,
+            _ => Category::Int,
+        }
+    }
+    /// The name PyTorch prints, e.g. `torch.float32` -> "float32".
+    pub fn python_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "uint8",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+    /// The C++ scalar-type name PyTorch uses in "not implemented for 'Bool'" messages.
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::U8 => "Byte",
+            DType::I8 => "Char",
+            DType::I16 => "Short",
+            DType::I32 => "Int",
+            DType::I64 => "Long",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+        }
+    }
+    /// Parse a dtype name ("float32", "float", "int64", "long", ...).
+    pub fn parse(s: &str) -> Result<DType> {
+        Ok(match s {
+            "bool" => DType::Bool,
+            "uint8" => DType::U8,
+            "int8" => DType::I8,
+            "int16" | "short" => DType::I16,
+            "int32" | "int" => DType::I32,
+            "int64" | "long" => DType::I64,
+            "float16" | "half" => DType::F16,
+            "bfloat16" => DType::BF16,
+            "float32" | "float" => DType::F32,
+            "float64" | "double" => DType::F64,
+            _ => return Err(Error::Type(format!("unknown dtype '{s}'"))),
+        })
+    }
+    /// The dtype kernels compute in: f16/bf16 are computed in f32 on the CPU.
+    pub fn compute_dtype(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            d => d,
+        }
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.python_name())
+    }
+}
+
+/// PyTorch's `promote_types` for two tensor dtypes.
+pub fn promote_types(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    match (a.category(), b.category()) {
+        (Category::Float, Category::Float) => {
+            if matches!((a, b), (F16, BF16) | (BF16, F16)) {
+                F32
+            } else {
+                a.max(b)
+            }
+        }
+        (Category::Float, _) => a,
+        (_, Category::Float) => b,
+        (Category::Bool, _) => b,
+        (_, Category::Bool) => a,
+        _ => {
+            // Both integers. uint8 with a signed type needs a wider signed type.
+            match (a, b) {
+                (U8, I8) | (I8, U8) => I16,
+                (U8, x) | (x, U8) => x,
+                _ => a.max(b),
+            }
+        }
+    }
+}
+
+/// A Python-style scalar: weakly typed in promotion (it only decides the category).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Scalar {
+    pub fn category(self) -> Category {
+        match self {
+            Scalar::Bool(_) => Category::Bool,
+            Scalar::Int(_) => Category::Int,
+            Scalar::Float(_) => Category::Float,
+        }
+    }
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => b as i64 as f64,
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+        }
+    }
+    pub fn to_i64(self) -> i64 {
+        match self {
+            Scalar::Bool(b) => b as i64,
+            Scalar::Int(i) => i,
+            Scalar::Float(f) => f as i64,
+        }
+    }
+    /// The dtype a tensor made from this scalar alone gets (`torch.tensor(3.0)`).
+    pub fn default_dtype(self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => crate::default_dtype(),
+        }
+    }
+    /// Convert to an element type with PyTorch's casting rules.
+    pub fn to_elem<T: Element>(self) -> T {
+        match self {
+            Scalar::Bool(b) => T::from_i64(b as i64),
+            Scalar::Int(i) => T::from_i64(i),
+            Scalar::Float(f) => T::from_f64(f),
+        }
+    }
+}
+
+impl From<f64> for Scalar {
+    fn from(v: f64) -> Self {
+        Scalar::Float(v)
+    }
+}
+impl From<f32> for Scalar {
+    fn from(v: f32) -> Self {
+        Scalar::Float(v as f64)
+    }
+}
+impl From<i64> for Scalar {
+    fn from(v: i64) -> Self {
+        Scalar::Int(v)
+    }
+}
+impl From<i32> for Scalar {
+    fn from(v: i32) -> Self {
+        Scalar::Int(v as i64)
+    }
+}
+impl From<bool> for Scalar {
+    fn from(v: bool) -> Self {
+        Scalar::Bool(v)
+    }
+}
+
+/// PyTorch's result-type computation: tensors with dims outrank 0-d tensors, which outrank
+/// Python scalars; a lower-ranked operand only matters if its category is higher.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResultType {
+    dim_result: Option<DType>,
+    zero_dim_result: Option<DType>,
+    scalar_result: Option<DType>,
+}
+
+impl ResultType {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    fn merge(slot: &mut Option<DType>, d: DType) {
+        *slot = Some(match *slot {
+            None => d,
+            Some(o) => promote_types(o, d),
+        });
+    }
+    /// Add a tensor operand of dtype `d` with `ndim` dimensions.
+    pub fn tensor(mut self, d: DType, ndim: usize) -> Self {
+        if ndim == 0 {
+            Self::merge(&mut self.zero_dim_result, d);
+        } else {
+            Self::merge(&mut self.dim_result, d);
+        }
+        self
+    }
+    /// Add a Python scalar operand.
+    pub fn scalar(mut self, s: Scalar) -> Self {
+        let d = match s {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => crate::default_dtype(),
+        };
+        Self::merge(&mut self.scalar_result, d);
+        self
+    }
+    pub fn finish(self) -> DType {
+        let combine = |higher: Option<DType>, lower: Option<DType>| -> Option<DType> {
+            match (higher, lower) {
+                (None, l) => l,
+                (h, None) => h,
+                (Some(h), Some(l)) => {
+                    if l.category() > h.category() {
+                        Some(promote_types(h, l))
+                    } else {
+                        Some(h)
+                    }
+                }
+            }
+        };
+        let r = combine(self.dim_result, self.zero_dim_result);
+        combine(r, self.scalar_result).unwrap_or(DType::F32)
+    }
+}
+
+/// The element trait every CPU kernel is generic over. Arithmetic on integers wraps (as in
+/// PyTorch); bool arithmetic is logical.
+pub trait Element: Copy + Send + Sync + Debug + PartialOrd + Default + 'static {
+    const DTYPE: DType;
+    const IS_FLOAT: bool;
+    fn to_f64(self) -> f64;
+    fn to_i64(self) -> i64;
+    fn from_f64(v: f64) -> Self;
+    fn from_i64(v: i64) -> Self;
+    fn zero() -> Self;
+    fn one() -> Self;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    /// Division for this type (truncating for ints; callers check for zero divisors).
+    fn div(self, o: Self) -> Self;
+    fn is_zero(self) -> bool {
+        self == Self::zero()
+    }
+    /// Convert between element types with PyTorch's casting rules.
+    #[inline(always)]
+    fn cast<D: Element>(self) -> D {
+        if Self::IS_FLOAT || D::IS_FLOAT {
+            D::from_f64(self.to_f64())
+        } else {
+            D::from_i64(self.to_i64())
+        }
+    }
+}
+
+macro_rules! impl_int_element {
+    ($t:ty, $dt:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $dt;
+            const IS_FLOAT: bool = false;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                // Float -> int truncates toward zero; out-of-range wraps through i64 like C.
+                v as i64 as $t
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn zero() -> Self {
+                0
+            }
+            #[inline(always)]
+            fn one() -> Self {
+                1
+            }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self {
+                if o == 0 {
+                    0
+                } else {
+                    self.wrapping_div(o)
+                }
+            }
+        }
+    };
+}
+impl_int_element!(u8, DType::U8);
+impl_int_element!(i8, DType::I8);
+impl_int_element!(i16, DType::I16);
+impl_int_element!(i32, DType::I32);
+impl_int_element!(i64, DType::I64);
+
+macro_rules! impl_float_element {
+    ($t:ty, $dt:expr, $to:expr, $from:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $dt;
+            const IS_FLOAT: bool = true;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                $to(self)
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                $to(self) as i64
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                $from(v)
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                $from(v as f64)
+            }
+            #[inline(always)]
+            fn zero() -> Self {
+                $from(0.0)
+            }
+            #[inline(always)]
+            fn one() -> Self {
+                $from(1.0)
+            }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+        }
+    };
+}
+impl_float_element!(f32, DType::F32, |x: f32| x as f64, |v: f64| v as f32);
+impl_float_element!(f64, DType::F64, |x: f64| x, |v: f64| v);
+impl_float_element!(f16, DType::F16, |x: f16| x.to_f64(), f16::from_f64);
+impl_float_element!(bf16, DType::BF16, |x: bf16| x.to_f64(), bf16::from_f64);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    const IS_FLOAT: bool = false;
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as i64 as f64
+    }
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v != 0
+    }
+    fn zero() -> Self {
+        false
+    }
+    fn one() -> Self {
+        true
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self | o
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        self ^ o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self & o
+    }
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        self & o
+    }
+}
+
+/// Floating-point element types computed natively (f16/bf16 are upcast to f32 first).
+pub trait FloatElement: Element + num_traits::Float {}
+impl FloatElement for f32 {}
+impl FloatElement for f64 {}
+
+/// Run `$body` with `$T` bound to the element type of `$dt` (all ten dtypes).
+#[macro_export]
+macro_rules! with_dtype {
+    ($dt:expr, $T:ident, $body:block) => {
+        match $dt {
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+
+/// Run `$body` with `$T` bound to a natively computed float type (f32 or f64). Callers upcast
+/// f16/bf16 to f32 before (see `DType::compute_dtype`); any other dtype runs `$else`.
+#[macro_export]
+macro_rules! with_float_dtype {
+    ($dt:expr, $T:ident, $body:block, $else:expr) => {
+        match $dt {
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            _ => $else,
+        }
+    };
+}

@@ -1,0 +1,68 @@
+//! Python bindings (`ferrotorch._C`): argument conversion and class wrappers only, no maths.
+
+mod convert;
+mod numpy_interop;
+mod tensor;
+
+pub use convert::{PyDType, PyDevice};
+pub use tensor::PyTensor;
+
+use crate::Error;
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        let msg = e.to_string();
+        match e {
+            Error::DimOutOfRange { .. } | Error::Index(_) => PyIndexError::new_err(msg),
+            Error::Value(_) => PyValueError::new_err(msg),
+            Error::Type(_) => PyTypeError::new_err(msg),
+            _ => PyRuntimeError::new_err(msg),
+        }
+    }
+}
+
+/// Run `f`, turning a Rust panic into a Python RuntimeError instead of aborting.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(PyErr::from),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in ferrotorch (please report): {msg}"
+            )))
+        }
+    }
+}
+
+/// Elements above which a kernel runs with the GIL released.
+pub(crate) const GIL_RELEASE_NUMEL: usize = 1 << 14;
+
+/// Run a kernel: with the GIL released when `numel` is large, and panics caught.
+pub(crate) fn run<T: Send>(
+    py: Python<'_>,
+    numel: usize,
+    f: impl FnOnce() -> crate::Result<T> + Send,
+) -> PyResult<T> {
+    if numel >= GIL_RELEASE_NUMEL {
+        py.detach(|| guarded(f))
+    } else {
+        guarded(f)
+    }
+}
+
+#[pymodule]
+#[allow(non_snake_case)]
+fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Silence Rust's default panic message: panics become Python exceptions (see `guarded`).
+    std::panic::set_hook(Box::new(|_| {}));
+    convert::register(m)?;
+    tensor::register(m)?;
+    numpy_interop::register(m)?;
+    Ok(())
+}

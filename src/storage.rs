@@ -1,0 +1,167 @@
+//! Storage: a flat, typed buffer shared by every view of it (through `Arc`), with a version
+//! counter that in-place writes bump (autograd uses it to detect modified saved tensors).
+//!
+//! CPU storage is a raw pointer plus an owner that keeps the memory alive: either a `Vec<T>`
+//! we allocated, or a foreign object (a NumPy array, a DLPack capsule) for zero-copy imports.
+
+use crate::{DType, Device, Element, Error, Result};
+use std::any::Any;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Keeps the memory behind a `CpuStorage` alive.
+type Owner = Box<dyn Any + Send + Sync>;
+
+/// A CPU buffer of `len` elements of `dtype`.
+pub struct CpuStorage {
+    ptr: NonNull<u8>,
+    len: usize,
+    dtype: DType,
+    writable: bool,
+    _owner: Owner,
+}
+
+// SAFETY: the buffer is plain old data owned by `_owner`, which is itself Send + Sync. Like
+// PyTorch, concurrent writes through aliasing views are the caller's responsibility; all
+// kernels inside ferrotorch write only to freshly allocated outputs or to the tensor an
+// in-place op was called on.
+unsafe impl Send for CpuStorage {}
+// SAFETY: see above.
+unsafe impl Sync for CpuStorage {}
+
+impl CpuStorage {
+    pub fn from_vec<T: Element>(mut v: Vec<T>) -> Self {
+        let len = v.len();
+        // SAFETY: a Vec's pointer is never null (dangling but aligned when empty).
+        let ptr = unsafe { NonNull::new_unchecked(v.as_mut_ptr() as *mut u8) };
+        CpuStorage {
+            ptr,
+            len,
+            dtype: T::DTYPE,
+            writable: true,
+            _owner: Box::new(v),
+        }
+    }
+
+    /// Wrap foreign memory.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` properly aligned, initialised elements of `dtype` that stay
+    /// valid (and are not freed) for as long as `owner` is alive.
+    pub unsafe fn from_foreign(
+        ptr: *mut u8,
+        len: usize,
+        dtype: DType,
+        writable: bool,
+        owner: Owner,
+    ) -> Result<Self> {
+        let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
+        if (ptr.as_ptr() as usize) % dtype.size() != 0 {
+            return Err(Error::Runtime(format!(
+                "cannot share memory that is not aligned for {dtype}"
+            )));
+        }
+        Ok(CpuStorage {
+            ptr,
+            len,
+            dtype,
+            writable,
+            _owner: owner,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// View the whole buffer as `&[T]`.
+    pub fn as_slice<T: Element>(&self) -> &[T] {
+        assert_eq!(T::DTYPE, self.dtype, "storage dtype mismatch");
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: dtype checked above; ptr/len describe initialised, aligned elements kept
+        // alive by `_owner` for the lifetime of `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const T, self.len) }
+    }
+
+    /// View the whole buffer as `&mut [T]` through a shared reference.
+    ///
+    /// # Safety
+    /// The caller must ensure no other live reference reads or writes the elements it
+    /// writes (the same contract as PyTorch's in-place ops on aliasing views).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice<T: Element>(&self) -> &mut [T] {
+        assert_eq!(T::DTYPE, self.dtype, "storage dtype mismatch");
+        if self.len == 0 {
+            return &mut [];
+        }
+        std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut T, self.len)
+    }
+}
+
+/// Where the bytes of a storage live.
+pub enum StorageData {
+    Cpu(CpuStorage),
+}
+
+/// A storage shared by all views of it.
+pub struct Storage {
+    data: StorageData,
+    version: AtomicU64,
+}
+
+impl Storage {
+    pub fn cpu(s: CpuStorage) -> Self {
+        Storage {
+            data: StorageData::Cpu(s),
+            version: AtomicU64::new(0),
+        }
+    }
+    pub fn device(&self) -> Device {
+        match &self.data {
+            StorageData::Cpu(_) => Device::Cpu,
+        }
+    }
+    pub fn dtype(&self) -> DType {
+        match &self.data {
+            StorageData::Cpu(c) => c.dtype(),
+        }
+    }
+    pub fn len(&self) -> usize {
+        match &self.data {
+            StorageData::Cpu(c) => c.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn data(&self) -> &StorageData {
+        &self.data
+    }
+    /// The CPU buffer, or an error naming the device.
+    pub fn as_cpu(&self) -> &CpuStorage {
+        match &self.data {
+            StorageData::Cpu(c) => c,
+        }
+    }
+    /// Current version (bumped by every in-place write).
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+    pub fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+}

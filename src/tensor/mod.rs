@@ -1,0 +1,339 @@
+//! `Tensor`: a cheap handle (`Arc`) to a storage plus a layout. Op methods are thin:
+//! validate -> promote/broadcast -> run a CPU kernel -> wrap the result.
+
+mod elementwise;
+mod view;
+
+pub use elementwise::{BinaryOp, UnaryOp};
+
+use crate::cpu::strided;
+use crate::layout::Layout;
+use crate::storage::{CpuStorage, Storage};
+use crate::{with_dtype, DType, Device, Element, Error, Result, Scalar};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Autograd bookkeeping kept on every tensor (filled in by the autograd module).
+#[derive(Default)]
+pub struct AutogradMeta {
+    pub requires_grad: bool,
+    pub grad: Option<Tensor>,
+}
+
+pub struct TensorImpl {
+    storage: Arc<Storage>,
+    layout: Layout,
+    dtype: DType,
+    meta: Mutex<AutogradMeta>,
+}
+
+/// An n-dimensional strided array. Cloning a `Tensor` clones a handle, not the data.
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorImpl>);
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Tensor(shape={:?}, dtype={}, device={})",
+            self.shape(),
+            self.dtype(),
+            self.device()
+        )
+    }
+}
+
+impl Tensor {
+    // ---------------------------------------------------------------- construction
+
+    pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            storage,
+            layout,
+            dtype,
+            meta: Mutex::new(AutogradMeta::default()),
+        }))
+    }
+
+    /// A new contiguous tensor owning `data`, with `shape`.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        let numel: usize = shape.iter().product();
+        if numel != data.len() {
+            return Err(Error::invalid(
+                "from_vec",
+                format!(
+                    "shape {shape:?} needs {numel} elements but {} were given",
+                    data.len()
+                ),
+            ));
+        }
+        Ok(Self::from_vec_unchecked(data, shape))
+    }
+
+    pub(crate) fn from_vec_unchecked<T: Element>(data: Vec<T>, shape: &[usize]) -> Tensor {
+        debug_assert_eq!(shape.iter().product::<usize>(), data.len());
+        Tensor::from_parts(
+            Arc::new(Storage::cpu(CpuStorage::from_vec(data))),
+            Layout::contiguous(shape),
+            T::DTYPE,
+        )
+    }
+
+    /// A 0-d tensor holding `value` converted to `dtype`.
+    pub fn scalar(value: Scalar, dtype: DType) -> Tensor {
+        with_dtype!(dtype, T, {
+            Tensor::from_vec_unchecked(vec![value.to_elem::<T>()], &[])
+        })
+    }
+
+    /// A tensor of `shape` filled with `value`.
+    pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
+        let n = shape.iter().product();
+        with_dtype!(dtype, T, {
+            Tensor::from_vec_unchecked(vec![value.to_elem::<T>(); n], shape)
+        })
+    }
+
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full(shape, Scalar::Int(0), dtype)
+    }
+
+    pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full(shape, Scalar::Int(1), dtype)
+    }
+
+    /// Wrap a storage with a layout (for zero-copy imports). Checks that the layout fits.
+    pub fn from_storage(storage: Arc<Storage>, layout: Layout) -> Result<Tensor> {
+        if layout.storage_extent() > storage.len() {
+            return Err(Error::Runtime(format!(
+                "layout with shape {:?}, strides {:?} and offset {} does not fit a storage of {} elements",
+                layout.shape,
+                layout.strides,
+                layout.offset,
+                storage.len()
+            )));
+        }
+        let dtype = storage.dtype();
+        Ok(Tensor::from_parts(storage, layout, dtype))
+    }
+
+    /// A view of the same storage with another layout.
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor::from_parts(self.0.storage.clone(), layout, self.0.dtype)
+    }
+
+    // ---------------------------------------------------------------- attributes
+
+    pub fn shape(&self) -> &[usize] {
+        &self.0.layout.shape
+    }
+    pub fn strides(&self) -> &[usize] {
+        &self.0.layout.strides
+    }
+    pub fn storage_offset(&self) -> usize {
+        self.0.layout.offset
+    }
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+    pub fn device(&self) -> Device {
+        self.0.storage.device()
+    }
+    pub fn ndim(&self) -> usize {
+        self.0.layout.ndim()
+    }
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.0.layout.is_contiguous()
+    }
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.0.storage
+    }
+    /// True when both tensors are views of one storage.
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+    /// Identity of the tensor object (two clones of a handle compare equal).
+    pub fn same_tensor(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    /// Size of dim `dim` (negative counts from the end).
+    pub fn size(&self, dim: i64) -> Result<usize> {
+        Ok(self.shape()[self.dim(dim)?])
+    }
+    /// Normalise a possibly negative dim index.
+    pub fn dim(&self, dim: i64) -> Result<usize> {
+        crate::layout::normalize_dim(dim, self.ndim())
+    }
+
+    pub(crate) fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
+        self.0.meta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    pub fn requires_grad(&self) -> bool {
+        self.meta().requires_grad
+    }
+    /// Mark this tensor as requiring a gradient (floating-point tensors only).
+    pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
+        if requires_grad && !self.dtype().is_floating_point() {
+            return Err(Error::Runtime(format!(
+                "only Tensors of floating point dtype can require gradients (got {})",
+                self.dtype()
+            )));
+        }
+        self.meta().requires_grad = requires_grad;
+        Ok(())
+    }
+    pub fn grad(&self) -> Option<Tensor> {
+        self.meta().grad.clone()
+    }
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        self.meta().grad = grad;
+    }
+
+    // ---------------------------------------------------------------- data access
+
+    /// The CPU storage's whole buffer as `&[T]` (index it with `layout()`).
+    pub fn storage_slice<T: Element>(&self) -> Result<&[T]> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: "storage_slice",
+                expected: T::DTYPE,
+                got: self.dtype(),
+            });
+        }
+        Ok(self.0.storage.as_cpu().as_slice::<T>())
+    }
+
+    /// The CPU buffer for writing through. In-place ops go through here (it bumps the
+    /// version counter and refuses read-only foreign memory).
+    ///
+    /// # Safety
+    /// No other reference into this storage may be alive while the slice is used, other
+    /// than through the same element positions the caller is rewriting.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn storage_slice_mut<T: Element>(&self) -> Result<&mut [T]> {
+        let cpu = self.0.storage.as_cpu();
+        if !cpu.is_writable() {
+            return Err(Error::Runtime(
+                "cannot write to a tensor that shares memory with a read-only buffer".into(),
+            ));
+        }
+        self.0.storage.bump_version();
+        Ok(cpu.as_mut_slice::<T>())
+    }
+
+    /// The elements in row-major order as a `Vec<T>` (T must be the tensor's dtype).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        let s = self.storage_slice::<T>()?;
+        let l = self.layout();
+        if l.is_contiguous() {
+            return Ok(s[l.offset..l.offset + l.numel()].to_vec());
+        }
+        Ok(strided::map1(s, l, |x| x))
+    }
+
+    /// The elements converted to f64 in row-major order.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        with_dtype!(self.dtype(), T, {
+            let s = self
+                .storage_slice::<T>()
+                .expect("dtype checked by dispatch");
+            strided::map1(s, self.layout(), |x: T| x.to_f64())
+        })
+    }
+
+    /// The single element of a one-element tensor, as a Python-style scalar.
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return Err(Error::Runtime(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.numel()
+            )));
+        }
+        let off = self.layout().offset;
+        Ok(with_dtype!(self.dtype(), T, {
+            let v: T = self.storage_slice::<T>()?[off];
+            match self.dtype().category() {
+                crate::dtype::Category::Float => Scalar::Float(v.to_f64()),
+                crate::dtype::Category::Int => Scalar::Int(v.to_i64()),
+                crate::dtype::Category::Bool => Scalar::Bool(v.to_i64() != 0),
+            }
+        }))
+    }
+
+    // ---------------------------------------------------------------- copies and casts
+
+    /// This tensor if contiguous, else a contiguous copy.
+    pub fn contiguous(&self) -> Tensor {
+        if self.is_contiguous() {
+            return self.clone();
+        }
+        self.clone_data()
+    }
+
+    /// A contiguous copy that shares nothing with `self` (`Tensor.clone()` in PyTorch).
+    pub fn clone_data(&self) -> Tensor {
+        with_dtype!(self.dtype(), T, {
+            let s = self
+                .storage_slice::<T>()
+                .expect("dtype checked by dispatch");
+            Tensor::from_vec_unchecked(strided::map1(s, self.layout(), |x: T| x), self.shape())
+        })
+    }
+
+    /// Convert to `dtype` (returns `self` when it already has that dtype).
+    pub fn to_dtype(&self, dtype: DType) -> Tensor {
+        if dtype == self.dtype() {
+            return self.clone();
+        }
+        with_dtype!(self.dtype(), S, {
+            let s = self
+                .storage_slice::<S>()
+                .expect("dtype checked by dispatch");
+            with_dtype!(dtype, D, {
+                Tensor::from_vec_unchecked(
+                    strided::map1(s, self.layout(), |x: S| x.cast::<D>()),
+                    self.shape(),
+                )
+            })
+        })
+    }
+
+    /// Move to `device` (only the CPU exists in this build).
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        Err(Error::DeviceUnavailable(device))
+    }
+
+    /// Copy `src` (broadcast to this shape, cast to this dtype) into this tensor in place.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        let src = src.to_dtype(self.dtype());
+        let ls = src.layout().broadcast_to("copy_", self.shape())?;
+        // Copy first if the source overlaps our storage, so reads never see our writes.
+        let src = if src.shares_storage(self) {
+            src.clone_data()
+                .with_layout(Layout::contiguous(src.shape()).broadcast_to("copy_", self.shape())?)
+        } else {
+            src.with_layout(ls)
+        };
+        with_dtype!(self.dtype(), T, {
+            let s = src.storage_slice::<T>()?;
+            // SAFETY: `src` no longer aliases our storage (copied above if it did).
+            let d = unsafe { self.storage_slice_mut::<T>()? };
+            strided::zip_assign(d, self.layout(), s, src.layout(), |_, x| x);
+        });
+        Ok(())
+    }
+
+    /// Fill every element with `value` in place.
+    pub fn fill_(&self, value: Scalar) -> Result<()> {
+        let src = Tensor::scalar(value, self.dtype());
+        self.copy_(&src)
+    }
+}
