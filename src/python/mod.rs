@@ -64,5 +64,13 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     tensor::register(m)?;
     numpy_interop::register(m)?;
+    m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     Ok(())
+}
+
+/// Deliberately panics inside a guarded kernel call: lets tests check that a Rust panic
+/// surfaces as a Python RuntimeError instead of aborting the interpreter.
+#[pyfunction]
+fn _test_panic(py: Python<'_>) -> PyResult<()> {
+    run(py, 0, || -> crate::Result<()> { panic!("deliberate test panic") })
 }
