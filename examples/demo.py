@@ -17,7 +17,8 @@ def main():
     print("x.shape =", x.shape, " x.stride() =", x.stride(), " dtype =", x.dtype)
     print("x * 2 + 1 =", x * 2 + 1)
     print("broadcast x + [10, 20, 30] =", x + torch.tensor([10.0, 20.0, 30.0]))
-    print("int32 tensor + 2.5 (weak scalar promotion) ->", torch.tensor([1, 2], dtype=torch.int32) + 2.5)
+    ints = torch.tensor([1, 2], dtype=torch.int32)
+    print("int32 tensor + 2.5 (weak scalar promotion) ->", ints + 2.5)
     print("exp(x) =", torch.exp(x))
 
     a = np.arange(6, dtype=np.float64).reshape(2, 3)

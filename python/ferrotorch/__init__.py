@@ -11,7 +11,7 @@ from ferrotorch._C import *  # the native API
 from ferrotorch._C import Tensor, device, dtype  # noqa: F401
 from ferrotorch._size import Size  # noqa: F401
 from ferrotorch import _tensor_str  # noqa: F401  (installs Tensor.__repr__/__str__)
-from ferrotorch._functions import * 
+from ferrotorch._functions import *
 
 # PyTorch's dtype aliases.
 float = _C.float32  # noqa: A001
