@@ -25,7 +25,10 @@ fn broadcast_mismatch_names_both_shapes() {
     let e = a.binary(&b, BinaryOp::Mul).unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch { .. }));
     let msg = e.to_string();
-    assert!(msg.contains("[2]") && msg.contains("[3]") && msg.contains("mul"), "{msg}");
+    assert!(
+        msg.contains("[2]") && msg.contains("[3]") && msg.contains("mul"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -70,7 +73,9 @@ fn type_promotion_table() {
     assert_eq!(promote_types(I64, F32), F32);
     // Weak scalars: int32 tensor + 2.5 -> float32, float16 tensor * 2.0 stays float16.
     let i = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
-    let r = i.binary_scalar(Scalar::Float(2.5), BinaryOp::Add, false).unwrap();
+    let r = i
+        .binary_scalar(Scalar::Float(2.5), BinaryOp::Add, false)
+        .unwrap();
     assert_eq!(r.dtype(), F32);
     let h = Tensor::ones(&[2], F16);
     assert_eq!(
@@ -114,7 +119,9 @@ fn large_strided_map_is_parallel_and_correct() {
     let n = 300_000usize;
     let a = Tensor::from_vec((0..n).map(|x| x as f64).collect(), &[600, 500]).unwrap();
     let t = a.transpose(0, 1).unwrap();
-    let s = t.binary_scalar(Scalar::Int(1), BinaryOp::Add, false).unwrap();
+    let s = t
+        .binary_scalar(Scalar::Int(1), BinaryOp::Add, false)
+        .unwrap();
     let v = s.to_vec::<f64>().unwrap();
     // s[i, j] = a[j, i] + 1 = j * 500 + i + 1
     for (i, j) in [(0usize, 0usize), (3, 7), (499, 599), (250, 1)] {
@@ -125,7 +132,9 @@ fn large_strided_map_is_parallel_and_correct() {
 #[test]
 fn inplace_downcast_is_an_error() {
     let a = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
-    let e = a.binary_scalar_(Scalar::Float(1.5), BinaryOp::Add).unwrap_err();
+    let e = a
+        .binary_scalar_(Scalar::Float(1.5), BinaryOp::Add)
+        .unwrap_err();
     assert!(e.to_string().contains("can't be cast"), "{e}");
     a.binary_scalar_(Scalar::Int(2), BinaryOp::Mul).unwrap();
     assert_eq!(a.to_vec::<i64>().unwrap(), vec![2, 4]);
@@ -135,7 +144,10 @@ fn inplace_downcast_is_an_error() {
 #[test]
 fn select_narrow_slice_views() {
     let a = Tensor::from_vec((0..12i32).collect(), &[3, 4]).unwrap();
-    assert_eq!(a.select(0, -1).unwrap().to_vec::<i32>().unwrap(), vec![8, 9, 10, 11]);
+    assert_eq!(
+        a.select(0, -1).unwrap().to_vec::<i32>().unwrap(),
+        vec![8, 9, 10, 11]
+    );
     assert_eq!(
         a.narrow(1, 1, 2).unwrap().to_vec::<i32>().unwrap(),
         vec![1, 2, 5, 6, 9, 10]

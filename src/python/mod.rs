@@ -57,8 +57,8 @@ pub(crate) fn run<T: Send>(
 }
 
 #[pymodule]
-#[allow(non_snake_case)]
-fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pyo3(name = "_C")]
+fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Silence Rust's default panic message: panics become Python exceptions (see `guarded`).
     std::panic::set_hook(Box::new(|_| {}));
     convert::register(m)?;
@@ -72,5 +72,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// surfaces as a Python RuntimeError instead of aborting the interpreter.
 #[pyfunction]
 fn _test_panic(py: Python<'_>) -> PyResult<()> {
-    run(py, 0, || -> crate::Result<()> { panic!("deliberate test panic") })
+    run(py, 0, || -> crate::Result<()> {
+        panic!("deliberate test panic")
+    })
 }

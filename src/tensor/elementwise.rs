@@ -597,17 +597,13 @@ fn binary_kernel(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<
                     Atan2 => run!(T, |x: T, y: T| x.atan2(y)),
                     Maximum => run!(T, |x: T, y: T| if x.is_nan() || x > y {
                         x
-                    } else if y.is_nan() {
-                        y
                     } else {
-                        y
+                        y // also propagates a NaN in y
                     }),
                     Minimum => run!(T, |x: T, y: T| if x.is_nan() || x < y {
                         x
-                    } else if y.is_nan() {
-                        y
                     } else {
-                        y
+                        y // also propagates a NaN in y
                     }),
                     _ => unreachable!(),
                 }
