@@ -16,6 +16,7 @@
 // for `bool`; order comparisons on bool are intended there.
 #![allow(clippy::bool_comparison)]
 
+pub mod autograd;
 pub mod cpu;
 pub mod device;
 pub mod dtype;
@@ -28,6 +29,7 @@ pub mod tensor;
 #[cfg(feature = "python")]
 pub mod python;
 
+pub use autograd::grad_mode::{is_grad_enabled, no_grad, set_grad_enabled};
 pub use device::Device;
 pub use dtype::{promote_types, DType, Element, FloatElement, ResultType, Scalar};
 pub use error::{Error, Result};

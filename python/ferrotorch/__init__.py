@@ -12,6 +12,14 @@ from ferrotorch._C import Tensor, device, dtype  # noqa: F401
 from ferrotorch._size import Size  # noqa: F401
 from ferrotorch import _tensor_str  # noqa: F401  (installs Tensor.__repr__/__str__)
 from ferrotorch._functions import *
+from ferrotorch import autograd
+from ferrotorch.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 
 # PyTorch's dtype aliases.
 float = _C.float32  # noqa: A001

@@ -1,5 +1,6 @@
 //! Python bindings (`ferrotorch._C`): argument conversion and class wrappers only, no maths.
 
+mod autograd;
 mod convert;
 mod numpy_interop;
 mod tensor;
@@ -64,6 +65,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     tensor::register(m)?;
     numpy_interop::register(m)?;
+    autograd::register(m)?;
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     Ok(())
 }

@@ -1,19 +1,86 @@
 //! View ops: new layouts over the same storage, no data copied.
 
 use super::Tensor;
+use crate::autograd::{needs_grad, record};
 use crate::layout::{infer_shape, normalize_dim, Dims, Layout};
 use crate::{Error, Result};
+use std::sync::Arc;
+
+/// Re-applies a view op to another tensor of the input's shape (used by view backwards).
+pub type ViewFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+
+/// Record a view op's node: `backward` maps the output gradient to the input gradient.
+pub(crate) fn record_view(
+    name: &str,
+    input: &Tensor,
+    out: Tensor,
+    backward: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static,
+) -> Tensor {
+    if needs_grad(&[input]) && out.dtype().is_floating_point() {
+        record(
+            name,
+            &[input],
+            &[&out],
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(backward(g)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    out
+}
+
+/// Gradient of a view that selects part of its input: zeros of the input's shape with the
+/// gradient written into the viewed part. Differentiable (its backward re-applies the view).
+pub fn embed_into_zeros(g: &Tensor, in_shape: &[usize], view_fn: ViewFn) -> Result<Tensor> {
+    let z = Tensor::zeros(in_shape, g.dtype());
+    crate::no_grad(|| view_fn(&z)?.copy_raw(g))?;
+    if needs_grad(&[g]) {
+        let f = view_fn.clone();
+        record(
+            "EmbedBackward0",
+            &[g],
+            &[&z],
+            Box::new(move |grads| match &grads[0] {
+                Some(gg) => Ok(vec![Some(f(gg)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    Ok(z)
+}
+
+/// Record a view that selects part of its input (narrow, select, diagonal...).
+pub(crate) fn record_partial_view(
+    name: &str,
+    input: &Tensor,
+    out: Tensor,
+    view_fn: ViewFn,
+) -> Tensor {
+    let in_shape = input.shape().to_vec();
+    record_view(name, input, out, move |g| {
+        embed_into_zeros(g, &in_shape, view_fn.clone())
+    })
+}
+
+fn shape_i64(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|&x| x as i64).collect()
+}
 
 impl Tensor {
     /// View with a new shape (one dim may be -1). Fails if the strides don't allow it.
     pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
         let shape = infer_shape("view", shape, self.numel())?;
         match self.layout().view_strides(&shape) {
-            Some(strides) => Ok(self.with_layout(Layout {
-                shape,
-                strides,
-                offset: self.storage_offset(),
-            })),
+            Some(strides) => {
+                let out = self.with_layout(Layout {
+                    shape,
+                    strides,
+                    offset: self.storage_offset(),
+                });
+                let back = shape_i64(self.shape());
+                Ok(record_view("ViewBackward0", self, out, move |g| g.reshape(&back)))
+            }
             None => Err(Error::Runtime(format!(
                 "view size is not compatible with input tensor's size and stride (size {:?}, stride {:?}): at least one dimension spans across two contiguous subspaces. Use .reshape(...) instead.",
                 self.shape(),
@@ -25,17 +92,21 @@ impl Tensor {
     /// View when possible, else a contiguous copy with the new shape.
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
         let dims = infer_shape("reshape", shape, self.numel())?;
-        match self.layout().view_strides(&dims) {
-            Some(strides) => Ok(self.with_layout(Layout {
+        let out = match self.layout().view_strides(&dims) {
+            Some(strides) => self.with_layout(Layout {
                 shape: dims,
                 strides,
                 offset: self.storage_offset(),
-            })),
+            }),
             None => {
                 let c = self.clone_data();
-                Ok(c.with_layout(Layout::contiguous(&dims)))
+                c.with_layout(Layout::contiguous(&dims))
             }
-        }
+        };
+        let back = shape_i64(self.shape());
+        Ok(record_view("ViewBackward0", self, out, move |g| {
+            g.reshape(&back)
+        }))
     }
 
     /// Reorder dims.
@@ -59,7 +130,14 @@ impl Tensor {
             seen[k] = true;
             d.push(k);
         }
-        Ok(self.with_layout(self.layout().permute(&d)))
+        let out = self.with_layout(self.layout().permute(&d));
+        let mut inverse = vec![0i64; n];
+        for (i, &k) in d.iter().enumerate() {
+            inverse[k] = i as i64;
+        }
+        Ok(record_view("PermuteBackward0", self, out, move |g| {
+            g.permute(&inverse)
+        }))
     }
 
     /// Swap two dims.
@@ -68,7 +146,10 @@ impl Tensor {
             return Ok(self.clone());
         }
         let (a, b) = (self.dim(a)?, self.dim(b)?);
-        Ok(self.with_layout(self.layout().transpose(a, b)))
+        let out = self.with_layout(self.layout().transpose(a, b));
+        Ok(record_view("TransposeBackward0", self, out, move |g| {
+            g.transpose(a as i64, b as i64)
+        }))
     }
 
     /// `t()`: transpose of a <= 2-d tensor.
@@ -103,18 +184,26 @@ impl Tensor {
                 dims.push(s as usize);
             }
         }
-        Ok(self.with_layout(self.layout().broadcast_to("expand", &dims)?))
+        let out = self.with_layout(self.layout().broadcast_to("expand", &dims)?);
+        let back = self.shape().to_vec();
+        Ok(record_view("ExpandBackward0", self, out, move |g| {
+            g.sum_to_shape(&back)
+        }))
     }
 
     /// Broadcast to an exact shape.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout().broadcast_to("broadcast_to", shape)?))
+        self.expand(&shape_i64(shape))
     }
 
     /// Insert a size-1 dim at `dim` (in `[-ndim-1, ndim]`).
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let d = normalize_dim(dim, self.ndim() + 1)?;
-        Ok(self.with_layout(self.layout().unsqueeze(d)))
+        let out = self.with_layout(self.layout().unsqueeze(d));
+        let back = shape_i64(self.shape());
+        Ok(record_view("UnsqueezeBackward0", self, out, move |g| {
+            g.reshape(&back)
+        }))
     }
 
     /// Remove size-1 dims: all of them, or only those listed.
@@ -140,10 +229,14 @@ impl Tensor {
         }
         let l = self.layout();
         let keep = |i: &usize| !drop[*i];
-        Ok(self.with_layout(Layout {
+        let out = self.with_layout(Layout {
             shape: (0..n).filter(keep).map(|i| l.shape[i]).collect(),
             strides: (0..n).filter(keep).map(|i| l.strides[i]).collect(),
             offset: l.offset,
+        });
+        let back = shape_i64(self.shape());
+        Ok(record_view("SqueezeBackward0", self, out, move |g| {
+            g.reshape(&back)
         }))
     }
 
@@ -162,7 +255,9 @@ impl Tensor {
                 "start ({start}) + length ({length}) exceeds dimension size ({size})."
             )));
         }
-        Ok(self.with_layout(self.layout().narrow(d, start as usize, length as usize)))
+        let out = self.with_layout(self.layout().narrow(d, start as usize, length as usize));
+        let f: ViewFn = Arc::new(move |t: &Tensor| t.narrow(d as i64, start, length));
+        Ok(record_partial_view("SliceBackward0", self, out, f))
     }
 
     /// Python-style slice `start:stop:step` along `dim` (bounds clamped; step > 0).
@@ -205,7 +300,9 @@ impl Tensor {
                 "index {index} is out of bounds for dimension {d} with size {size}"
             )));
         }
-        Ok(self.with_layout(self.layout().select(d, i as usize)))
+        let out = self.with_layout(self.layout().select(d, i as usize));
+        let f: ViewFn = Arc::new(move |t: &Tensor| t.select(d as i64, i));
+        Ok(record_partial_view("SelectBackward0", self, out, f))
     }
 
     /// Merge dims `start..=end` into one.
