@@ -21,7 +21,8 @@ impl Tensor {
         all.extend_from_slice(others);
         let base = self.view_base();
         let base_needs = base.as_ref().map(|b| b.requires_grad()).unwrap_or(false);
-        if !needs_grad(&all) && !(crate::is_grad_enabled() && base_needs) {
+        let base_needs = crate::is_grad_enabled() && base_needs;
+        if !(needs_grad(&all) || base_needs) {
             let result = crate::no_grad(|| f(self))?;
             return self.assign_result(result, op);
         }
