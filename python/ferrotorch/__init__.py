@@ -12,7 +12,7 @@ from ferrotorch._C import Tensor, device, dtype  # noqa: F401
 from ferrotorch._size import Size  # noqa: F401
 from ferrotorch import _tensor_str  # noqa: F401  (installs Tensor.__repr__/__str__)
 from ferrotorch._functions import *
-from ferrotorch import autograd
+from ferrotorch import autograd, viz
 from ferrotorch.autograd.grad_mode import (
     enable_grad,
     inference_mode,
