@@ -12,6 +12,7 @@ from ferrotorch._C import Tensor, device, dtype  # noqa: F401
 from ferrotorch._size import Size  # noqa: F401
 from ferrotorch import _tensor_str  # noqa: F401  (installs Tensor.__repr__/__str__)
 from ferrotorch._functions import *  # noqa: F401,F403
+from ferrotorch._indexing import *  # noqa: F401,F403
 
 # PyTorch's dtype aliases.
 float = _C.float32  # noqa: A001

@@ -3,6 +3,7 @@
 mod convert;
 mod numpy_interop;
 mod tensor;
+mod views;
 
 pub use convert::{PyDType, PyDevice};
 pub use tensor::PyTensor;
@@ -64,5 +65,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     tensor::register(m)?;
     numpy_interop::register(m)?;
+    views::register(m)?;
     Ok(())
 }

@@ -2,9 +2,13 @@
 //! validate -> promote/broadcast -> run a CPU kernel -> wrap the result.
 
 mod elementwise;
+mod index;
+pub mod join;
 mod view;
 
 pub use elementwise::{BinaryOp, UnaryOp};
+pub use index::{TensorIndex, TensorOrScalar};
+pub use view::{broadcast_shapes_all, broadcast_tensors};
 
 use crate::cpu::strided;
 use crate::layout::Layout;
