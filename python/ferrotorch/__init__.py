@@ -21,6 +21,8 @@ from ferrotorch.autograd.grad_mode import (
     set_grad_enabled,
 )
 
+from ferrotorch._indexing import *
+
 # PyTorch's dtype aliases.
 float = _C.float32  # noqa: A001
 double = _C.float64

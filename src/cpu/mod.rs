@@ -1,3 +1,4 @@
 //! CPU kernels. They know nothing about autograd or Python: slices and layouts in, `Vec`s out.
 
+pub mod gather;
 pub mod strided;

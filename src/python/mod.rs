@@ -4,6 +4,7 @@ mod autograd;
 mod convert;
 mod numpy_interop;
 mod tensor;
+mod views;
 
 pub use convert::{PyDType, PyDevice};
 pub use tensor::PyTensor;
@@ -67,6 +68,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     numpy_interop::register(m)?;
     autograd::register(m)?;
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
+    views::register(m)?;
     Ok(())
 }
 

@@ -3,10 +3,14 @@
 
 mod elementwise;
 mod elementwise_grad;
+mod index;
 mod inplace;
+pub mod join;
 mod view;
 
 pub use elementwise::{BinaryOp, UnaryOp};
+pub use index::{TensorIndex, TensorOrScalar};
+pub use view::{broadcast_shapes_all, broadcast_tensors};
 
 use crate::cpu::strided;
 use crate::layout::Layout;

@@ -261,7 +261,8 @@ def test_gradcheck_views(rng):
 
 def test_gradcheck_casts(rng):
     x = rand(rng, 3)
-    assert gradcheck(lambda t: t.float().double() * t, (x,), atol=1e-4, rtol=1e-3)
+    # float32 rounding inside the function limits finite-difference accuracy.
+    assert gradcheck(lambda t: t.float().double() * t, (x,), eps=1e-3, atol=1e-3, rtol=1e-2)
 
 
 # ---------------------------------------------------------------------------- Function

@@ -3,7 +3,6 @@
 import numpy as np
 
 from ferrotorch import _C
-from ferrotorch.autograd.grad_mode import no_grad
 
 Tensor = _C.Tensor
 
@@ -19,8 +18,7 @@ def _flat_outputs(func, inputs):
 
 def _numerical_jacobian(func, inputs, eps):
     """J[i][j]: d(output j, flattened) / d(input i, flattened), by central differences."""
-    with no_grad():
-        base = _flat_outputs(func, inputs)
+    base = [o.detach() for o in _flat_outputs(func, inputs)]
     jac = []
     for x in inputs:
         if not (isinstance(x, Tensor) and x.requires_grad):
@@ -33,14 +31,13 @@ def _numerical_jacobian(func, inputs, eps):
         for k in range(n):
             if view is not None:
                 orig = view[k]
+                # Grad mode stays on: func may itself differentiate (gradgradcheck).
                 view[k] = orig + eps
-                with no_grad():
-                    plus = [o.detach().numpy().astype(np.float64).ravel().copy()
-                            for o in _flat_outputs(func, inputs)]
+                plus = [o.detach().numpy().astype(np.float64).ravel().copy()
+                        for o in _flat_outputs(func, inputs)]
                 view[k] = orig - eps
-                with no_grad():
-                    minus = [o.detach().numpy().astype(np.float64).ravel().copy()
-                             for o in _flat_outputs(func, inputs)]
+                minus = [o.detach().numpy().astype(np.float64).ravel().copy()
+                         for o in _flat_outputs(func, inputs)]
                 view[k] = orig
             else:
                 raise ValueError("gradcheck needs contiguous inputs (call .contiguous())")
