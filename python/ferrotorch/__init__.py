@@ -32,3 +32,9 @@ int = _C.int32  # noqa: A001
 short = _C.int16
 
 __version__ = "0.1.0"
+
+# Python layer: pickling of tensors, nn, optim, utils.data.
+from ferrotorch import _tensor_pickle  # noqa: E402,F401
+from ferrotorch import nn, optim  # noqa: E402,F401
+from ferrotorch import utils as utils  # noqa: E402,F401
+import ferrotorch.utils.data  # noqa: E402,F401
