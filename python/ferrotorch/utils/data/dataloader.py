@@ -31,6 +31,17 @@ from ferrotorch.utils.data.sampler import (
 __all__ = ["DataLoader", "default_collate", "default_convert"]
 
 
+def _default_context():
+    """Workers start from a fork server that has imported ferrotorch (fast start, and no
+    fork of a process whose kernel thread pool may be running); ``spawn`` where fork servers
+    are unavailable."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["ferrotorch"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
 class _InfiniteConstantSampler(Sampler):
     """Yields ``None`` forever: the sampler used for iterable-style datasets."""
 
@@ -46,8 +57,8 @@ class DataLoader:
     ``shuffle`` (a :class:`RandomSampler`, reproducible with ``generator``), ``sampler`` /
     ``batch_sampler``, ``num_workers`` (worker processes), ``collate_fn`` (default:
     :func:`default_collate`), ``drop_last``, ``timeout``, ``worker_init_fn``,
-    ``multiprocessing_context`` (default ``"spawn"``: forking a process whose kernel thread
-    pool is running is unsafe), ``generator``, ``prefetch_factor``, ``persistent_workers``.
+    ``multiprocessing_context`` (default: a ``"forkserver"`` that preloads ferrotorch, since
+    forking a process whose kernel thread pool is running is unsafe), ``generator``, ``prefetch_factor``, ``persistent_workers``.
     ``pin_memory`` is accepted and has no effect.
 
     >>> import ferrotorch as torch
@@ -225,7 +236,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._persistent_workers = loader.persistent_workers
         ctx = loader.multiprocessing_context
         if ctx is None:
-            ctx = "spawn"
+            ctx = _default_context()
         if isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
         self._worker_init_fn = loader.worker_init_fn

@@ -9,7 +9,11 @@ __all__ = [
 
 
 def _new_seed():
-    """A fresh 63-bit seed drawn from the global ferrotorch generator."""
+    """A fresh 62-bit seed drawn from the global ferrotorch generator."""
+    if not hasattr(_C, "randint"):  # random module not built: fall back to Python's RNG
+        import random
+
+        return random.getrandbits(62)
     return int(_C.randint(0, 2 ** 62, (1,)).item())
 
 

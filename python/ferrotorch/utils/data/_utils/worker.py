@@ -112,7 +112,8 @@ def _worker_loop(kind, dataset, index_queue, data_queue, done_event, auto_collat
     try:
         seed = base_seed + worker_id
         random.seed(seed)
-        ferrotorch.manual_seed(seed)
+        if hasattr(ferrotorch, "manual_seed"):
+            ferrotorch.manual_seed(seed)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
         init_exception = None
