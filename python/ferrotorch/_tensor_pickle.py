@@ -14,7 +14,7 @@ Tensor = _C.Tensor
 
 
 def _rebuild_tensor(array, dtype_name, requires_grad):
-    t = _C.from_numpy(np.ascontiguousarray(array))
+    t = _C.from_numpy(np.array(array, order="C"))  # 0-d stays 0-d
     dtype = getattr(_C, dtype_name)
     if t.dtype != dtype:
         t = t.to(dtype)
@@ -30,7 +30,7 @@ def _reduce_tensor(t):
         src = src.cpu()
     if dtype_name == "bfloat16":
         src = src.to(_C.float32)
-    array = np.array(src.numpy(), copy=True)
+    array = np.array(src.numpy(), order="C", copy=True)
     return _rebuild_tensor, (array, dtype_name, bool(t.requires_grad and t.is_leaf))
 
 

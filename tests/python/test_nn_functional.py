@@ -23,7 +23,7 @@ RNG = np.random.default_rng(0)
 
 
 def t(a, dtype=np.float64, grad=False):
-    x = ft.from_numpy(np.ascontiguousarray(np.asarray(a, dtype=dtype)))
+    x = ft.from_numpy(np.array(a, dtype=dtype, order="C"))
     return x.requires_grad_() if grad else x
 
 
@@ -506,8 +506,10 @@ def test_clip_grad_norm_and_value():
     a.grad = t([3.0, -7.0, 1.0])
     tot = nn.utils.clip_grad_norm_(a, 1.0, norm_type=float("inf"))
     assert tot.item() == 7.0
-    nn.utils.clip_grad_value_([a, b], 0.1)
     np.testing.assert_allclose(a.grad.numpy(), [3 / 7, -1.0, 1 / 7], rtol=1e-5)
+    nn.utils.clip_grad_value_([a, b], 0.1)
+    np.testing.assert_allclose(a.grad.numpy(), [0.1, -0.1, 0.1], rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), [0.0, 0.1], rtol=1e-6)
     a.grad = t([3.0, -7.0, 0.05])
     nn.utils.clip_grad_value_(a, 0.5)
     np.testing.assert_allclose(a.grad.numpy(), [0.5, -0.5, 0.05])
@@ -522,3 +524,56 @@ def test_parameters_vector_roundtrip():
     np.testing.assert_array_equal(npy(ps[1]), [60.0, 70.0])
     with pytest.raises(TypeError):
         nn.utils.vector_to_parameters([1.0], ps)
+
+
+# ---------------------------------------------------------------------------- _ops helpers
+@needs_sum
+def test_ops_sum_mean_grads():
+    from ferrotorch.nn import _ops
+
+    x = RNG.standard_normal((2, 3, 4))
+    for dim, keepdim in [(None, False), (1, False), (1, True), ([0, 2], False),
+                         ((0, 2), True), (-1, False)]:
+        xt = t(x, grad=True)
+        out = _ops.sum(xt, dim, keepdim)
+        axis = None if dim is None else tuple(dim) if isinstance(dim, (list, tuple)) else dim
+        np.testing.assert_allclose(npy(out), x.sum(axis=axis, keepdims=keepdim), rtol=1e-12)
+        g = RNG.standard_normal(tuple(out.shape))
+        out.backward(t(g))
+        want = np.broadcast_to(np.expand_dims(g, axis) if (axis is not None and not keepdim)
+                               else g, x.shape)
+        np.testing.assert_allclose(xt.grad.numpy(), want, rtol=1e-12)
+        xt = t(x, grad=True)
+        m = _ops.mean(xt, dim, keepdim)
+        np.testing.assert_allclose(npy(m), x.mean(axis=axis, keepdims=keepdim), rtol=1e-12)
+        m.backward(t(np.ones(tuple(m.shape))))
+        np.testing.assert_allclose(xt.grad.numpy(), np.full(x.shape, m.numel() / x.size),
+                                   rtol=1e-12)
+
+
+@pytest.mark.skipif(not hasattr(ft.Tensor, "matmul") or not hasattr(ft.Tensor, "sum"),
+                    reason="needs matmul and sum (linalg/reductions branches)")
+def test_ops_matmul_broadcast_grads():
+    from ferrotorch.nn import _ops
+
+    for sa, sb in [((3, 4), (4, 2)), ((5, 3, 4), (4, 2)), ((2, 1, 3, 4), (5, 4, 2)),
+                   ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,))]:
+        a, b = RNG.standard_normal(sa), RNG.standard_normal(sb)
+        at, bt = t(a, grad=True), t(b, grad=True)
+        out = _ops.matmul(at, bt)
+        np.testing.assert_allclose(npy(out), a @ b, rtol=1e-12)
+        g = RNG.standard_normal(np.shape(a @ b))
+        out.backward(t(g))
+        # numeric reference via the bilinear identity d(sum(g * (a @ b)))
+        ga = np.zeros_like(a)
+        gb = np.zeros_like(b)
+        for idx in np.ndindex(a.shape):
+            e = np.zeros_like(a)
+            e[idx] = 1
+            ga[idx] = np.sum(g * (e @ b))
+        for idx in np.ndindex(b.shape):
+            e = np.zeros_like(b)
+            e[idx] = 1
+            gb[idx] = np.sum(g * (a @ e))
+        np.testing.assert_allclose(at.grad.numpy(), ga, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(bt.grad.numpy(), gb, rtol=1e-10, atol=1e-12)

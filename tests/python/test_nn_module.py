@@ -20,7 +20,7 @@ needs_init = pytest.mark.skipif(not hasattr(ft.Tensor, "uniform_") or
 
 
 def t(a, dtype=np.float32):
-    return ft.from_numpy(np.ascontiguousarray(np.asarray(a, dtype=dtype)))
+    return ft.from_numpy(np.array(a, dtype=dtype, order="C"))
 
 
 class Net(nn.Module):
@@ -70,6 +70,8 @@ def test_tensor_pickle_roundtrip_dtypes():
         y = pickle.loads(pickle.dumps(x))
         assert y.dtype == x.dtype
         np.testing.assert_array_equal(y.numpy(), a)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(t(2.5))).numpy(), 2.5)  # 0-d
+    assert pickle.loads(pickle.dumps(t(2.5))).shape == ()
     x = t(np.arange(6).reshape(2, 3)).t()  # non-contiguous
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(x)).numpy(), x.numpy())
     g = t([1.0]).requires_grad_()

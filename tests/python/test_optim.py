@@ -305,7 +305,8 @@ def test_lbfgs_quadratic():
     b = rng.standard_normal(5)
     x = nn.Parameter(ft.zeros(5, dtype=ft.float64))
     at, bt = ft.from_numpy(a), ft.from_numpy(b)
-    opt = optim.LBFGS([x], lr=1, max_iter=50, history_size=10)
+    opt = optim.LBFGS([x], lr=1, max_iter=50, history_size=10, tolerance_grad=1e-12,
+                      tolerance_change=1e-15)
 
     def closure():
         opt.zero_grad()

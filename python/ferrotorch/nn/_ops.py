@@ -100,11 +100,12 @@ class _MatMul(Function):
         if a.ndim == 1 or b.ndim == 1:
             a2 = a.unsqueeze(0) if a.ndim == 1 else a
             b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-            g2 = g
-            if a.ndim == 1:
-                g2 = g2.unsqueeze(-2)
-            if b.ndim == 1:
-                g2 = g2.unsqueeze(-1)
+            if a.ndim == 1 and b.ndim == 1:
+                g2 = g.reshape(1, 1)
+            elif a.ndim == 1:
+                g2 = g.unsqueeze(-2)
+            else:
+                g2 = g.unsqueeze(-1)
         else:
             a2, b2, g2 = a, b, g
         if ctx.needs_input_grad[0]:

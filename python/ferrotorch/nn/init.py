@@ -74,38 +74,32 @@ def _calculate_correct_fan(tensor, mode):
 def _fill_from_numpy(tensor, array):
     """Copy a NumPy array into ``tensor`` in place (no autograd record)."""
     with no_grad():
-        tensor.copy_(_C.from_numpy(np.ascontiguousarray(array)))
+        tensor.copy_(_C.from_numpy(np.array(array, order="C")))
     return tensor
 
 
 def _rng(generator):
-    """A NumPy generator seeded from ``generator`` (or the global ferrotorch generator)."""
-    seed_src = None
-    if generator is not None and hasattr(generator, "initial_seed"):
-        seed_src = generator
-    if seed_src is not None or not hasattr(_C, "randint"):
-        seed = seed_src.initial_seed() if seed_src is not None else None
-        return np.random.default_rng(seed)
-    seed = int(_C.randint(0, 2 ** 62, (1,)).item())
+    """A NumPy generator seeded from ``generator`` (or the global ferrotorch generator), for
+    the few initialisers computed in NumPy (orthogonal_, sparse_)."""
+    if not hasattr(_C, "randint"):
+        return np.random.default_rng()
+    if generator is None:
+        seed = int(_C.randint(0, 2 ** 62, (1,)).item())
+    else:
+        seed = int(_C.randint(0, 2 ** 62, (1,), generator=generator).item())
     return np.random.default_rng(seed)
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     r"""Fill ``tensor`` with U(a, b)."""
     with no_grad():
-        if hasattr(tensor, "uniform_") and generator is None:
-            return tensor.uniform_(a, b)
-        arr = _rng(generator).uniform(a, b, size=tuple(tensor.shape))
-        return _fill_from_numpy(tensor, arr)
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     r"""Fill ``tensor`` with N(mean, std^2)."""
     with no_grad():
-        if hasattr(tensor, "normal_") and generator is None:
-            return tensor.normal_(mean, std)
-        arr = _rng(generator).normal(mean, std, size=tuple(tensor.shape))
-        return _fill_from_numpy(tensor, arr)
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):

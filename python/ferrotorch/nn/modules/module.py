@@ -418,7 +418,7 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for key, param in self._parameters.items():
+        for param in self._parameters.values():
             if param is None:
                 continue
             with ferrotorch.no_grad():

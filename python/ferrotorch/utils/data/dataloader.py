@@ -58,7 +58,8 @@ class DataLoader:
     ``batch_sampler``, ``num_workers`` (worker processes), ``collate_fn`` (default:
     :func:`default_collate`), ``drop_last``, ``timeout``, ``worker_init_fn``,
     ``multiprocessing_context`` (default: a ``"forkserver"`` that preloads ferrotorch, since
-    forking a process whose kernel thread pool is running is unsafe), ``generator``, ``prefetch_factor``, ``persistent_workers``.
+    forking a process whose kernel thread pool is running is unsafe), ``generator``,
+    ``prefetch_factor``, ``persistent_workers``.
     ``pin_memory`` is accepted and has no effect.
 
     >>> import ferrotorch as torch
