@@ -728,7 +728,10 @@ impl Tensor {
     /// Offsets into `l` of the elements addressed by `(index values, dim)`, in index order.
     fn dim_offsets(l: &Layout, d: usize, ishape: &[usize], vals: &[i64]) -> Result<Vec<usize>> {
         let size = l.shape[d];
-        let pos = positions(vals, size, false, |v| oob(v, d, size))?;
+        // gather/scatter report bad indices as RuntimeError (PyTorch's TORCH_CHECK).
+        let pos = positions(vals, size, false, |v| {
+            Error::Runtime(oob(v, d, size).to_string())
+        })?;
         let mut base_l = l.clone();
         base_l.shape = ishape.into();
         base_l.strides[d] = 0;
