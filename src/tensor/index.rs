@@ -64,6 +64,36 @@ impl TensorOrScalar {
     }
 }
 
+/// The reductions of `scatter_reduce`.
+#[derive(Clone, Copy, PartialEq)]
+enum R {
+    Sum,
+    Prod,
+    Mean,
+    Max,
+    Min,
+}
+
+impl R {
+    /// Fold `x` into the accumulated `cur` (amax/amin propagate NaN).
+    #[inline]
+    fn combine<T: Element>(self, cur: T, x: T) -> T {
+        let is_nan = |v: T| v.partial_cmp(&v).is_none();
+        match self {
+            R::Sum | R::Mean => cur.add(x),
+            R::Prod => cur.mul(x),
+            R::Max | R::Min => {
+                let better = (self == R::Max && x > cur) || (self == R::Min && x < cur);
+                if !is_nan(cur) && (is_nan(x) || better) {
+                    x
+                } else {
+                    cur
+                }
+            }
+        }
+    }
+}
+
 /// Basic indexing applied; advanced indices left to apply to `view`'s dims.
 struct Prepared {
     view: Tensor,
@@ -853,14 +883,6 @@ impl Tensor {
         reduce: &str,
         include_self: bool,
     ) -> Result<Tensor> {
-        #[derive(Clone, Copy, PartialEq)]
-        enum R {
-            Sum,
-            Prod,
-            Mean,
-            Max,
-            Min,
-        }
         let r = match reduce {
             "sum" => R::Sum,
             "prod" => R::Prod,
@@ -889,45 +911,10 @@ impl Tensor {
             // SAFETY: `out` is a fresh tensor owned here; `v` is an owned copy.
             let dst = unsafe { out.storage_slice_mut::<T>()? };
             let mut count = vec![0u32; n];
-            let is_nan = |x: T| x.partial_cmp(&x).is_none();
             for (&o, &x) in plan.outer.iter().zip(&v) {
                 let first = count[o] == 0 && !include_self;
                 count[o] += 1;
-                let cur = dst[o];
-                dst[o] = if first {
-                    x
-                } else {
-                    match r {
-                        R::Sum | R::Mean => cur.add(x),
-                        R::Prod => cur.mul(x),
-                        R::Max => {
-                            if is_nan(cur) || is_nan(x) {
-                                if is_nan(cur) {
-                                    cur
-                                } else {
-                                    x
-                                }
-                            } else if x > cur {
-                                x
-                            } else {
-                                cur
-                            }
-                        }
-                        R::Min => {
-                            if is_nan(cur) || is_nan(x) {
-                                if is_nan(cur) {
-                                    cur
-                                } else {
-                                    x
-                                }
-                            } else if x < cur {
-                                x
-                            } else {
-                                cur
-                            }
-                        }
-                    }
-                };
+                dst[o] = if first { x } else { r.combine(dst[o], x) };
             }
             if r == R::Mean {
                 for (o, &c) in count.iter().enumerate() {
