@@ -362,12 +362,14 @@ impl Tensor {
     /// `self[idx] = value` (`accumulate`: `+=`, summing repeated indices).
     pub fn index_put_(&self, idx: &[TensorIndex], value: &Tensor, accumulate: bool) -> Result<()> {
         let p = self.prepare_index(idx)?;
-        let (plan, shape) = if p.adv.is_empty() {
-            let l = p.view.layout();
-            let (plan, shape) = Plan::from_maps(l, &vec![DimMap::Id; l.ndim()]);
-            (plan, shape)
+        let planned = if p.adv.is_empty() {
+            None
         } else {
-            Self::advanced_plan(&p.view, &p.adv)?
+            Some(Self::advanced_plan(&p.view, &p.adv)?)
+        };
+        let shape: Dims = match &planned {
+            Some((_, s)) => s.clone(),
+            None => p.view.shape().into(),
         };
         // Leading size-1 dims of the value are dropped, as in PyTorch.
         let mut v = value.clone();
@@ -384,6 +386,13 @@ impl Tensor {
         if p.adv.is_empty() && !accumulate {
             return p.view.copy_(&v);
         }
+        let plan = match planned {
+            Some((plan, _)) => plan,
+            None => {
+                let l = p.view.layout();
+                Plan::from_maps(l, &vec![DimMap::Id; l.ndim()]).0
+            }
+        };
         let v = v.to_dtype(self.dtype());
         with_dtype!(self.dtype(), T, {
             let vals: Vec<T> = v.to_vec::<T>()?;

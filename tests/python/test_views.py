@@ -799,3 +799,36 @@ def test_diag_diag_embed(rng, ft_dtype, np_dtype):
         zeros(2, 2, 2).diag()
     with pytest.raises(RuntimeError, match="cannot be identical"):
         zeros(3).diag_embed(0, 0, 0)
+
+
+def test_in_place_view_ops_and_ravel():
+    a = np.arange(6).reshape(2, 3)
+    x = ft.tensor(a)
+    ptr = x.data_ptr()
+    assert x.t_() is x
+    check(x, a.T)
+    x.unsqueeze_(1)
+    assert x.shape == (3, 1, 2)
+    x.squeeze_()
+    assert x.shape == (3, 2)
+    x.transpose_(0, 1)
+    check(x, a)
+    x.swapaxes_(0, 1)
+    x.swapdims_(0, 1)
+    x.as_strided_((3,), (2,), 0)
+    check(x, np.array([0, 2, 4]))
+    assert x.data_ptr() == ptr
+    y = ft.tensor(a).t()
+    check(y.ravel(), a.T.ravel())
+    check(ft.ravel(ft.tensor(a)), a.ravel())
+    z = ft.tensor(a)
+    assert z.ravel().data_ptr() == z.data_ptr()
+
+
+def test_contains():
+    x = ft.tensor([[1, 2], [3, 4]])
+    assert 3 in x and 7 not in x
+    assert ft.tensor(2) in x and 2.0 in x
+    assert ft.tensor([3, 4]) in x
+    with pytest.raises(RuntimeError, match="__contains__"):
+        _ = "a" in x
