@@ -3,6 +3,7 @@
 mod convert;
 mod creation;
 mod numpy_interop;
+mod random;
 mod tensor;
 
 pub use convert::{PyDType, PyDevice};
@@ -66,5 +67,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor::register(m)?;
     numpy_interop::register(m)?;
     creation::register(m)?;
+    random::register(m)?;
     Ok(())
 }
