@@ -18,6 +18,7 @@ pub mod dtype;
 pub mod error;
 pub mod layout;
 pub mod math;
+pub mod parallel;
 pub mod random;
 pub mod storage;
 pub mod tensor;

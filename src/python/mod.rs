@@ -3,6 +3,7 @@
 mod convert;
 mod creation;
 mod numpy_interop;
+mod parallel;
 mod random;
 mod tensor;
 
@@ -52,7 +53,8 @@ pub(crate) fn run<T: Send>(
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> PyResult<T> {
     if numel >= GIL_RELEASE_NUMEL {
-        py.detach(|| guarded(f))
+        // Big kernels run on ferrotorch's resizable pool (`set_num_threads`).
+        py.detach(|| crate::parallel::install(|| guarded(f)))
     } else {
         guarded(f)
     }
@@ -68,5 +70,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     numpy_interop::register(m)?;
     creation::register(m)?;
     random::register(m)?;
+    parallel::register(m)?;
     Ok(())
 }
