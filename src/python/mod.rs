@@ -2,6 +2,7 @@
 
 mod convert;
 mod creation;
+mod dlpack;
 mod numpy_interop;
 mod parallel;
 mod random;
@@ -71,5 +72,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     creation::register(m)?;
     random::register(m)?;
     parallel::register(m)?;
+    dlpack::register(m)?;
     Ok(())
 }
