@@ -32,3 +32,6 @@ int = _C.int32  # noqa: A001
 short = _C.int16
 
 __version__ = "0.1.0"
+
+from ferrotorch import random  # noqa: E402,F401  (torch.random: seeding helpers, fork_rng)
+from ferrotorch import utils  # noqa: E402,F401  (torch.utils.dlpack)

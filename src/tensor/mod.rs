@@ -1,6 +1,7 @@
 //! `Tensor`: a cheap handle (`Arc`) to a storage plus a layout. Op methods are thin:
 //! validate -> promote/broadcast -> run a CPU kernel -> wrap the result.
 
+pub mod creation;
 mod elementwise;
 mod elementwise_grad;
 mod index;

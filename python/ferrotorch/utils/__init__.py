@@ -1,0 +1,3 @@
+"""``ferrotorch.utils``: helpers outside the tensor core (as ``torch.utils``)."""
+
+from ferrotorch.utils import dlpack  # noqa: F401
