@@ -3,8 +3,10 @@
 
 mod elementwise;
 mod view;
+mod linalg;
 
 pub use elementwise::{BinaryOp, UnaryOp};
+pub use linalg::{Lstsq, MatrixNormOrd};
 
 use crate::cpu::strided;
 use crate::layout::Layout;
