@@ -22,3 +22,14 @@ int = _C.int32  # noqa: A001
 short = _C.int16
 
 __version__ = "0.1.0"
+
+# Linear algebra: the `ferrotorch.linalg` submodule and the top-level functions it provides.
+from ferrotorch import linalg  # noqa: F401
+from ferrotorch.linalg import _chain_matmul as chain_matmul  # noqa: F401
+from ferrotorch.linalg import _cholesky_inverse as cholesky_inverse  # noqa: F401
+from ferrotorch.linalg import _einsum as einsum  # noqa: F401
+from ferrotorch.linalg import _tensordot as tensordot  # noqa: F401
+from ferrotorch.linalg import _torch_norm as norm  # noqa: F401
+from ferrotorch.linalg import _torch_qr as qr  # noqa: F401
+from ferrotorch.linalg import _torch_slogdet as slogdet  # noqa: F401
+from ferrotorch.linalg import _torch_svd as svd  # noqa: F401

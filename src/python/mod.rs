@@ -1,6 +1,7 @@
 //! Python bindings (`ferrotorch._C`): argument conversion and class wrappers only, no maths.
 
 mod convert;
+mod linalg;
 mod numpy_interop;
 mod tensor;
 
@@ -64,5 +65,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     tensor::register(m)?;
     numpy_interop::register(m)?;
+    linalg::register(m)?;
     Ok(())
 }
