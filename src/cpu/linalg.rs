@@ -42,9 +42,13 @@ fn rows<T: LinalgElement>(a: &DMatrix<T>) -> Vec<T> {
 }
 
 /// The first exactly-zero pivot of an LU factorisation (1-based), if any.
-fn zero_pivot<T: LinalgElement>(lu: &nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>) -> Option<usize> {
+fn zero_pivot<T: LinalgElement>(
+    lu: &nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>,
+) -> Option<usize> {
     let u = lu.u();
-    (0..u.nrows()).find(|&i| u[(i, i)] == <T as Element>::zero()).map(|i| i + 1)
+    (0..u.nrows())
+        .find(|&i| u[(i, i)] == <T as Element>::zero())
+        .map(|i| i + 1)
 }
 
 /// Inverse of the `n x n` matrix `a`.
@@ -81,7 +85,10 @@ pub fn slogdet<T: LinalgElement>(a: &[T], n: usize) -> (T, T) {
     for i in 0..n {
         let d = u[(i, i)];
         if d == <T as Element>::zero() {
-            return (<T as Element>::zero(), <T as Element>::from_f64(f64::NEG_INFINITY));
+            return (
+                <T as Element>::zero(),
+                <T as Element>::from_f64(f64::NEG_INFINITY),
+            );
         }
         if d < <T as Element>::zero() {
             sign = -sign;
@@ -92,7 +99,12 @@ pub fn slogdet<T: LinalgElement>(a: &[T], n: usize) -> (T, T) {
 }
 
 /// Solve `A X = B` for `A` (`n x n`) and `B` (`n x k`).
-pub fn solve<T: LinalgElement>(a: &[T], n: usize, b: &[T], k: usize) -> Result<Vec<T>, DecompError> {
+pub fn solve<T: LinalgElement>(
+    a: &[T],
+    n: usize,
+    b: &[T],
+    k: usize,
+) -> Result<Vec<T>, DecompError> {
     if n == 0 || k == 0 {
         return Ok(vec![<T as Element>::zero(); n * k]);
     }
@@ -122,7 +134,7 @@ pub fn cholesky<T: LinalgElement>(a: &[T], n: usize, upper: bool) -> Result<Vec<
         for p in 0..j {
             s -= l[j * n + p] * l[j * n + p];
         }
-        if !(s > <T as Element>::zero()) {
+        if s.partial_cmp(&<T as Element>::zero()) != Some(std::cmp::Ordering::Greater) {
             return Err(DecompError::NotPositiveDefinite(j + 1));
         }
         let d = s.sqrt();
@@ -164,12 +176,19 @@ pub fn qr<T: LinalgElement>(
     for j in 0..kmin {
         let mut v: Vec<T> = (j..m).map(|i| r[i * n + j]).collect();
         let alpha = v[0];
-        let norm = v.iter().fold(<T as Element>::zero(), |s, &x| s + x * x).sqrt();
+        let norm = v
+            .iter()
+            .fold(<T as Element>::zero(), |s, &x| s + x * x)
+            .sqrt();
         if norm == <T as Element>::zero() {
             vs.push((v, <T as Element>::zero()));
             continue;
         }
-        let beta = if alpha >= <T as Element>::zero() { -norm } else { norm };
+        let beta = if alpha >= <T as Element>::zero() {
+            -norm
+        } else {
+            norm
+        };
         let v0 = alpha - beta;
         for x in v.iter_mut().skip(1) {
             *x /= v0;
@@ -520,10 +539,7 @@ mod tests {
             cholesky(&[1.0, 2.0, 2.0, 1.0], 2, false),
             Err(DecompError::NotPositiveDefinite(2))
         );
-        assert_eq!(
-            inv(&[1.0, 2.0, 2.0, 4.0], 2),
-            Err(DecompError::Singular(2))
-        );
+        assert_eq!(inv(&[1.0, 2.0, 2.0, 4.0], 2), Err(DecompError::Singular(2)));
     }
 
     #[test]

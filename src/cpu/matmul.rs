@@ -75,8 +75,7 @@ macro_rules! impl_gemm_float {
                 prod_scale: Self,
                 threaded: bool,
             ) {
-                let par = if threaded && m.saturating_mul(n).saturating_mul(k) >= GEMM_THREAD_WORK
-                {
+                let par = if threaded && m.saturating_mul(n).saturating_mul(k) >= GEMM_THREAD_WORK {
                     gemm::Parallelism::Rayon(0)
                 } else {
                     gemm::Parallelism::None
@@ -164,7 +163,11 @@ unsafe fn gemm_int<T: Element>(
                 // destination element.
                 let d = unsafe { &mut *dst.get().add(i * drs + j * dcs) };
                 let v = prod_scale.mul(acc[(i - i0) * n + j]);
-                *d = if read_dst { dst_scale.mul(*d).add(v) } else { v };
+                *d = if read_dst {
+                    dst_scale.mul(*d).add(v)
+                } else {
+                    v
+                };
             }
         }
     };

@@ -1,5 +1,5 @@
 //! CPU kernels. They know nothing about autograd or Python: slices and layouts in, `Vec`s out.
 
-pub mod strided;
 pub mod linalg;
 pub mod matmul;
+pub mod strided;

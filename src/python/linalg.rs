@@ -14,9 +14,8 @@ use pyo3::types::PyList;
 fn scalar_arg(obj: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Scalar> {
     match obj {
         None => Ok(Scalar::Int(1)),
-        Some(o) => extract_scalar(o).ok_or_else(|| {
-            PyTypeError::new_err(format!("argument '{name}' must be a Number"))
-        }),
+        Some(o) => extract_scalar(o)
+            .ok_or_else(|| PyTypeError::new_err(format!("argument '{name}' must be a Number"))),
     }
 }
 
@@ -171,7 +170,10 @@ impl PyTensor {
     #[pyo3(signature = (rcond=1e-15))]
     fn pinverse(&self, py: Python<'_>, rcond: f64) -> PyResult<PyTensor> {
         let a = &self.inner;
-        Ok(run(py, a.numel(), || a.linalg_pinv(Some(0.0), Some(rcond), false))?.into())
+        Ok(run(py, a.numel(), || {
+            a.linalg_pinv(Some(0.0), Some(rcond), false)
+        })?
+        .into())
     }
 }
 
@@ -182,7 +184,10 @@ fn tensors(list: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
         let t = item.cast::<PyTensor>().map_err(|_| {
             PyTypeError::new_err(format!(
                 "expected a sequence of Tensors, got an element of type {}",
-                item.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                item.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
             ))
         })?;
         out.push(t.borrow().inner.clone());
@@ -249,7 +254,11 @@ fn _linalg_cholesky(py: Python<'_>, a: PyRef<'_, PyTensor>, upper: bool) -> PyRe
 }
 
 #[pyfunction]
-fn _linalg_qr(py: Python<'_>, a: PyRef<'_, PyTensor>, mode: &str) -> PyResult<(PyTensor, PyTensor)> {
+fn _linalg_qr(
+    py: Python<'_>,
+    a: PyRef<'_, PyTensor>,
+    mode: &str,
+) -> PyResult<(PyTensor, PyTensor)> {
     let a = &a.inner;
     let (q, r) = run(py, a.numel(), || a.linalg_qr(mode))?;
     Ok((q.into(), r.into()))
@@ -356,7 +365,10 @@ fn _linalg_matrix_rank(
     hermitian: bool,
 ) -> PyResult<PyTensor> {
     let a = &a.inner;
-    Ok(run(py, a.numel(), || a.linalg_matrix_rank(atol, rtol, hermitian))?.into())
+    Ok(run(py, a.numel(), || {
+        a.linalg_matrix_rank(atol, rtol, hermitian)
+    })?
+    .into())
 }
 
 #[pyfunction]

@@ -46,7 +46,10 @@ fn check_same_dtype(a: &Tensor, b: &Tensor) -> Result<()> {
 }
 
 fn shape_str(s: &[usize]) -> String {
-    s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("x")
+    s.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
 }
 
 /// `out = beta * input + alpha * (a @ b)` for the add* variants.
@@ -207,7 +210,10 @@ fn matmul_typed<T: MatmulElement>(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> 
             matmul_batched(
                 sa,
                 &[la.offset],
-                MatStrides { rs: st[0], cs: ma.cs },
+                MatStrides {
+                    rs: st[0],
+                    cs: ma.cs,
+                },
                 sb,
                 &[lb.offset],
                 mb,
@@ -280,11 +286,7 @@ impl Tensor {
         if b.shape()[nb - 2] != k {
             let batch = broadcast_shapes("matmul", &a.shape()[..na - 2], &b.shape()[..nb - 2])?;
             let bsz: usize = batch.iter().product();
-            return Err(bmm_shape_error(
-                bsz,
-                k,
-                &[bsz, b.shape()[nb - 2]],
-            ));
+            return Err(bmm_shape_error(bsz, k, &[bsz, b.shape()[nb - 2]]));
         }
         let mut r = matmul_core(&a, &b, None)?;
         if da == 1 {
@@ -413,7 +415,10 @@ impl Tensor {
         if self.ndim() == 0 || other.ndim() == 0 {
             return self.binary(other, BinaryOp::Mul);
         }
-        let (ka, kb) = (self.shape()[self.ndim() - 1], other.shape()[other.ndim() - 1]);
+        let (ka, kb) = (
+            self.shape()[self.ndim() - 1],
+            other.shape()[other.ndim() - 1],
+        );
         if ka != kb {
             return Err(rt(format!(
                 "inner() the last dimension must match on both input tensors but got shapes {:?} and {:?}",
@@ -450,7 +455,13 @@ impl Tensor {
     }
 
     /// `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape.
-    pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    pub fn addmm(
+        &self,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: Scalar,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
         for (name, t) in [("mat1", mat1), ("mat2", mat2)] {
             if t.ndim() != 2 {
                 return Err(rt(format!(
@@ -512,9 +523,7 @@ impl Tensor {
     /// Contract `dims_a` of `self` with `dims_b` of `other` (pairwise, in order).
     pub fn tensordot(&self, other: &Tensor, dims_a: &[i64], dims_b: &[i64]) -> Result<Tensor> {
         if dims_a.len() != dims_b.len() {
-            return Err(rt(
-                "both dimension lists should have same length".into(),
-            ));
+            return Err(rt("both dimension lists should have same length".into()));
         }
         check_same_dtype(self, other)?;
         let (na, nb) = (self.ndim(), other.ndim());
@@ -604,7 +613,7 @@ impl Tensor {
                     for i in 0..d {
                         acc += s[lx.offset + i * stepx];
                     }
-                    Tensor::scalar(Scalar::Float(acc as f64), dt)
+                    Tensor::scalar(Scalar::Float(Element::to_f64(acc)), dt)
                 },
                 unreachable!()
             );
@@ -612,7 +621,9 @@ impl Tensor {
         }
         let total = with_dtype!(dt, T, {
             let s = self.storage_slice::<T>()?;
-            (0..d).fold(0i64, |acc, i| acc.wrapping_add(s[l.offset + i * step].to_i64()))
+            (0..d).fold(0i64, |acc, i| {
+                acc.wrapping_add(s[l.offset + i * step].to_i64())
+            })
         });
         Ok(Tensor::scalar(Scalar::Int(total), DType::I64))
     }
@@ -709,9 +720,9 @@ impl Tensor {
     pub fn matrix_power(&self, n: i64) -> Result<Tensor> {
         let nd = self.ndim();
         if nd < 2 {
-            return Err(rt(format!(
-                "linalg.matrix_power: The input tensor A must have at least 2 dimensions."
-            )));
+            return Err(rt(
+                "linalg.matrix_power: The input tensor A must have at least 2 dimensions.".into(),
+            ));
         }
         let (r, c) = (self.shape()[nd - 2], self.shape()[nd - 1]);
         if r != c {
@@ -752,7 +763,11 @@ impl Tensor {
         }
         let r = result.unwrap_or_else(|| self.clone());
         // Return a fresh tensor even for n == 1 (PyTorch returns a copy).
-        Ok(if r.same_tensor(self) { r.clone_data() } else { r })
+        Ok(if r.same_tensor(self) {
+            r.clone_data()
+        } else {
+            r
+        })
     }
 
     /// `linalg.multi_dot`: chain product with an optimal multiplication order; the first and
@@ -1289,9 +1304,10 @@ fn decomp_error(op: &str, batched: bool, (bi, e): (usize, DecompError)) -> Error
     let msg = match e {
         DecompError::Singular(i) => {
             if op == "linalg.solve" {
-                return rt(format!(
+                return rt(
                     "torch.linalg.solve: The solver failed because the input matrix is singular."
-                ));
+                        .into(),
+                );
             }
             format!("The diagonal element {i} is zero, the inversion could not be completed because the input matrix is singular.")
         }
@@ -1469,15 +1485,25 @@ impl Tensor {
                 (0..nb)
                     .into_par_iter()
                     .map(|i| {
-                        kern::solve(&ad[i * n * n..(i + 1) * n * n], n, &bd[i * n * k..(i + 1) * n * k], k)
-                            .map_err(|e| (i, e))
+                        kern::solve(
+                            &ad[i * n * n..(i + 1) * n * n],
+                            n,
+                            &bd[i * n * k..(i + 1) * n * k],
+                            k,
+                        )
+                        .map_err(|e| (i, e))
                     })
                     .collect::<std::result::Result<Vec<_>, _>>()
             } else {
                 (0..nb)
                     .map(|i| {
-                        kern::solve(&ad[i * n * n..(i + 1) * n * n], n, &bd[i * n * k..(i + 1) * n * k], k)
-                            .map_err(|e| (i, e))
+                        kern::solve(
+                            &ad[i * n * n..(i + 1) * n * n],
+                            n,
+                            &bd[i * n * k..(i + 1) * n * k],
+                            k,
+                        )
+                        .map_err(|e| (i, e))
                     })
                     .collect::<std::result::Result<Vec<_>, _>>()
             }
@@ -1638,7 +1664,12 @@ impl Tensor {
     }
 
     /// `linalg.pinv(A, atol, rtol, hermitian)`.
-    pub fn linalg_pinv(&self, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -> Result<Tensor> {
+    pub fn linalg_pinv(
+        &self,
+        atol: Option<f64>,
+        rtol: Option<f64>,
+        hermitian: bool,
+    ) -> Result<Tensor> {
         let op = "linalg.pinv";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1650,8 +1681,10 @@ impl Tensor {
         let nb: usize = bs.iter().product();
         with_linalg_dtype!(dt, T, {
             let d = data::<T>(self)?;
-            let r = par_batches(&d, m * n, nb, |a| kern::pinv(a, m, n, atol, rtol, hermitian))
-                .map_err(|e| decomp_error(op, !bs.is_empty(), e))?;
+            let r = par_batches(&d, m * n, nb, |a| {
+                kern::pinv(a, m, n, atol, rtol, hermitian)
+            })
+            .map_err(|e| decomp_error(op, !bs.is_empty(), e))?;
             Tensor::from_vec(flatten(r), &with_shape(bs, &[n, m]))
         })
     }
@@ -1697,7 +1730,12 @@ impl Tensor {
     /// auxiliary outputs are filled follows PyTorch's per-driver rules (`gelsy` is the CPU
     /// default: rank only; `gelsd`/`gelss` add singular values; residuals for `m > n` and full
     /// rank, except for `gelsy`).
-    pub fn linalg_lstsq(&self, b: &Tensor, rcond: Option<f64>, driver: Option<&str>) -> Result<Lstsq> {
+    pub fn linalg_lstsq(
+        &self,
+        b: &Tensor,
+        rcond: Option<f64>,
+        driver: Option<&str>,
+    ) -> Result<Lstsq> {
         let op = "torch.linalg.lstsq";
         let dt = linalg_dtype(self, "linalg.lstsq")?;
         let driver = driver.unwrap_or("gelsy");
@@ -1726,7 +1764,9 @@ impl Tensor {
         let nb: usize = bs.iter().product();
         let a = self.broadcast_to(&with_shape(bs.clone(), &[m, n]))?;
         let bm = bm.broadcast_to(&with_shape(bs.clone(), &[m, k]))?;
-        let rcond = rcond.filter(|&r| r >= 0.0).unwrap_or(eps(dt) * m.max(n) as f64);
+        let rcond = rcond
+            .filter(|&r| r >= 0.0)
+            .unwrap_or(eps(dt) * m.max(n) as f64);
         let r = m.min(n);
         let (sol, ranks, svals) = with_linalg_dtype!(dt, T, {
             let ad = data::<T>(&a)?;
@@ -1765,12 +1805,7 @@ impl Tensor {
             // ||A X - B||^2 per column.
             let diff = a.matmul(&sol)?.binary(&bm, BinaryOp::Sub)?;
             let sq = diff.binary(&diff, BinaryOp::Mul)?;
-            let summed = sum_labels(
-                &sq,
-                &(0..sq.ndim()).collect::<Vec<_>>(),
-                &[sq.ndim() - 2],
-            )?
-            .0;
+            let summed = sum_labels(&sq, &(0..sq.ndim()).collect::<Vec<_>>(), &[sq.ndim() - 2])?.0;
             if vector {
                 summed.squeeze(Some(&[-1]))?
             } else {
@@ -1804,7 +1839,12 @@ impl Tensor {
 
     /// `linalg.vector_norm(x, ord, dim, keepdim)` for float tensors (computed in f64, returned
     /// in the input dtype).
-    pub fn linalg_vector_norm(&self, ord: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    pub fn linalg_vector_norm(
+        &self,
+        ord: f64,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
         let dt = self.dtype();
         if !dt.is_floating_point() {
             return Err(rt(format!(
@@ -1826,7 +1866,12 @@ impl Tensor {
     }
 
     /// `linalg.matrix_norm(A, ord, dim, keepdim)`.
-    pub fn linalg_matrix_norm(&self, ord: MatrixNormOrd, dims: (i64, i64), keepdim: bool) -> Result<Tensor> {
+    pub fn linalg_matrix_norm(
+        &self,
+        ord: MatrixNormOrd,
+        dims: (i64, i64),
+        keepdim: bool,
+    ) -> Result<Tensor> {
         let op = "linalg.matrix_norm";
         let dt = self.dtype();
         if !dt.is_floating_point() {
@@ -1851,7 +1896,9 @@ impl Tensor {
             MatrixNormOrd::P(p) => p,
             _ => 0.0,
         };
-        if ord != MatrixNormOrd::Nuc && ![1.0, -1.0, 2.0, -2.0, f64::INFINITY, f64::NEG_INFINITY].contains(&p) {
+        if ord != MatrixNormOrd::Nuc
+            && ![1.0, -1.0, 2.0, -2.0, f64::INFINITY, f64::NEG_INFINITY].contains(&p)
+        {
             return Err(rt(format!("{op}: Order {p} not supported.")));
         }
         let mut perm: Vec<i64> = (0..nd as i64)
@@ -1872,7 +1919,10 @@ impl Tensor {
         };
         let nbm: usize = self.numel() / (r * c).max(1);
         let nbm = if self.numel() == 0 {
-            perm[..nd - 2].iter().map(|&d| self.shape()[d as usize]).product()
+            perm[..nd - 2]
+                .iter()
+                .map(|&d| self.shape()[d as usize])
+                .product()
         } else {
             nbm
         };
@@ -1886,11 +1936,20 @@ impl Tensor {
                     let mat = &vals[b * r * c..(b + 1) * r * c];
                     if p.is_infinite() {
                         // Max/min over rows of the absolute row sums.
-                        let it = (0..r).map(|i| mat[i * c..(i + 1) * c].iter().map(|v| v.abs()).sum::<f64>());
-                        if p > 0.0 { it.fold(f64::NEG_INFINITY, f64::max) } else { it.fold(f64::INFINITY, f64::min) }
+                        let it = (0..r)
+                            .map(|i| mat[i * c..(i + 1) * c].iter().map(|v| v.abs()).sum::<f64>());
+                        if p > 0.0 {
+                            it.fold(f64::NEG_INFINITY, f64::max)
+                        } else {
+                            it.fold(f64::INFINITY, f64::min)
+                        }
                     } else {
                         let it = (0..c).map(|j| (0..r).map(|i| mat[i * c + j].abs()).sum::<f64>());
-                        if p > 0.0 { it.fold(f64::NEG_INFINITY, f64::max) } else { it.fold(f64::INFINITY, f64::min) }
+                        if p > 0.0 {
+                            it.fold(f64::NEG_INFINITY, f64::max)
+                        } else {
+                            it.fold(f64::INFINITY, f64::min)
+                        }
                     }
                 }
             })
@@ -1969,28 +2028,50 @@ fn norm_rows<T: Copy + Send + Sync>(
         if ord == f64::INFINITY {
             chunk.iter().fold(0.0f64, |a, &x| {
                 let v = f(x).abs();
-                if v.is_nan() || a.is_nan() { f64::NAN } else { a.max(v) }
+                if v.is_nan() || a.is_nan() {
+                    f64::NAN
+                } else {
+                    a.max(v)
+                }
             })
         } else if ord == f64::NEG_INFINITY {
             chunk.iter().fold(f64::INFINITY, |a, &x| {
                 let v = f(x).abs();
-                if v.is_nan() || a.is_nan() { f64::NAN } else { a.min(v) }
+                if v.is_nan() || a.is_nan() {
+                    f64::NAN
+                } else {
+                    a.min(v)
+                }
             })
         } else if ord == 0.0 {
             chunk.iter().filter(|&&x| f(x) != 0.0).count() as f64
         } else if ord == 1.0 {
             chunk.iter().map(|&x| f(x).abs()).sum()
         } else if ord == 2.0 {
-            chunk.iter().map(|&x| { let v = f(x); v * v }).sum()
+            chunk
+                .iter()
+                .map(|&x| {
+                    let v = f(x);
+                    v * v
+                })
+                .sum()
         } else {
             chunk.iter().map(|&x| f(x).abs().powf(ord)).sum()
         }
     };
     let combine = |a: f64, b: f64| -> f64 {
         if ord == f64::INFINITY {
-            if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.max(b)
+            }
         } else if ord == f64::NEG_INFINITY {
-            if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.min(b)
+            }
         } else {
             a + b
         }

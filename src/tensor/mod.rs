@@ -2,8 +2,8 @@
 //! validate -> promote/broadcast -> run a CPU kernel -> wrap the result.
 
 mod elementwise;
-mod view;
 mod linalg;
+mod view;
 
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use linalg::{Lstsq, MatrixNormOrd};
