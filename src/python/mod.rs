@@ -4,6 +4,7 @@ mod autograd;
 mod convert;
 mod creation;
 mod dlpack;
+mod linalg;
 mod numpy_interop;
 mod parallel;
 mod random;
@@ -78,6 +79,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     random::register(m)?;
     parallel::register(m)?;
     dlpack::register(m)?;
+    linalg::register(m)?;
     Ok(())
 }
 

@@ -12,6 +12,8 @@ mod view;
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use index::{TensorIndex, TensorOrScalar};
 pub use view::{broadcast_shapes_all, broadcast_tensors};
+mod linalg;
+pub use linalg::{Lstsq, MatrixNormOrd};
 
 use crate::cpu::strided;
 use crate::layout::Layout;
