@@ -87,7 +87,7 @@ impl Layout {
     /// True when elements are laid out in row-major order without gaps (size-1 dims ignored).
     pub fn is_contiguous(&self) -> bool {
         if self.shape.contains(&0) {
-            return true;
+            return true; // empty tensors are contiguous, as in PyTorch
         }
         let mut expected = 1usize;
         for i in (0..self.shape.len()).rev() {

@@ -23,6 +23,8 @@ pub mod dtype;
 pub mod error;
 pub mod layout;
 pub mod math;
+pub mod parallel;
+pub mod random;
 pub mod storage;
 pub mod tensor;
 
@@ -34,6 +36,7 @@ pub use device::Device;
 pub use dtype::{promote_types, DType, Element, FloatElement, ResultType, Scalar};
 pub use error::{Error, Result};
 pub use layout::Layout;
+pub use random::{manual_seed, Generator};
 pub use tensor::{BinaryOp, Tensor, UnaryOp};
 
 use std::sync::atomic::{AtomicU8, Ordering};

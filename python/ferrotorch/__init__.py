@@ -33,8 +33,20 @@ short = _C.int16
 
 __version__ = "0.1.0"
 
+from ferrotorch import random  # noqa: E402,F401  (torch.random: seeding helpers, fork_rng)
+from ferrotorch import utils  # noqa: E402,F401  (torch.utils.dlpack)
+# Linear algebra: the `ferrotorch.linalg` submodule and the top-level functions it provides.
+from ferrotorch import linalg  # noqa: F401
+from ferrotorch.linalg import _chain_matmul as chain_matmul  # noqa: F401
+from ferrotorch.linalg import _cholesky_inverse as cholesky_inverse  # noqa: F401
+from ferrotorch.linalg import _einsum as einsum  # noqa: F401
+from ferrotorch.linalg import _tensordot as tensordot  # noqa: F401
+from ferrotorch.linalg import _torch_norm as norm  # noqa: F401
+from ferrotorch.linalg import _torch_qr as qr  # noqa: F401
+from ferrotorch.linalg import _torch_slogdet as slogdet  # noqa: F401
+from ferrotorch.linalg import _torch_svd as svd  # noqa: F401
+
 # Python layer: pickling of tensors, nn, optim, utils.data.
 from ferrotorch import _tensor_pickle  # noqa: E402,F401
 from ferrotorch import nn, optim  # noqa: E402,F401
-from ferrotorch import utils as utils  # noqa: E402,F401
 import ferrotorch.utils.data  # noqa: E402,F401

@@ -96,20 +96,31 @@ impl Plan {
                 DimMap::Map(v) => v.len(),
             })
             .collect();
-        // Trailing identity dims form the inner block.
+        let table = |k: usize| -> Vec<usize> {
+            let st = layout.strides[k];
+            match &maps[k] {
+                DimMap::Id => (0..layout.shape[k]).map(|i| i * st).collect(),
+                DimMap::Map(v) => v.iter().map(|&i| i * st).collect(),
+            }
+        };
+        // Trailing identity dims form the inner block; if there are none, the last dim's
+        // table is the inner list.
         let mut split = n;
         while split > 0 && matches!(maps[split - 1], DimMap::Id) {
             split -= 1;
         }
-        let tables: Vec<Vec<usize>> = (0..split)
-            .map(|k| {
-                let st = layout.strides[k];
-                match &maps[k] {
-                    DimMap::Id => (0..layout.shape[k]).map(|i| i * st).collect(),
-                    DimMap::Map(v) => v.iter().map(|&i| i * st).collect(),
-                }
-            })
-            .collect();
+        if split == n && n > 0 {
+            let tables: Vec<Vec<usize>> = (0..n - 1).map(table).collect();
+            let outer = cross_offsets(layout.offset, &tables);
+            return (
+                Plan {
+                    outer,
+                    inner: Inner::List(table(n - 1)),
+                },
+                shape,
+            );
+        }
+        let tables: Vec<Vec<usize>> = (0..split).map(table).collect();
         let outer = cross_offsets(layout.offset, &tables);
         let inner = Inner::from_dims(&layout.shape[split..], &layout.strides[split..]);
         (Plan { outer, inner }, shape)
@@ -173,6 +184,9 @@ pub fn scatter<T: Copy, V: Copy>(dst: &mut [T], plan: &Plan, vals: &[V], f: impl
 
 /// Write `value` at every element of `plan`.
 pub fn fill<T: Copy>(dst: &mut [T], plan: &Plan, value: T) {
+    if plan.inner.is_empty() {
+        return;
+    }
     for &base in &plan.outer {
         match &plan.inner {
             Inner::Range { start, len } => dst[base + start..base + start + len].fill(value),

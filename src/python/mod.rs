@@ -2,7 +2,12 @@
 
 mod autograd;
 mod convert;
+mod creation;
+mod dlpack;
+mod linalg;
 mod numpy_interop;
+mod parallel;
+mod random;
 mod tensor;
 mod views;
 
@@ -52,7 +57,8 @@ pub(crate) fn run<T: Send>(
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> PyResult<T> {
     if numel >= GIL_RELEASE_NUMEL {
-        py.detach(|| guarded(f))
+        // Big kernels run on ferrotorch's resizable pool (`set_num_threads`).
+        py.detach(|| crate::parallel::install(|| guarded(f)))
     } else {
         guarded(f)
     }
@@ -69,6 +75,11 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     views::register(m)?;
+    creation::register(m)?;
+    random::register(m)?;
+    parallel::register(m)?;
+    dlpack::register(m)?;
+    linalg::register(m)?;
     Ok(())
 }
 

@@ -481,6 +481,74 @@ impl PyTensor {
         Ok(self.inner.unfold(dimension, size, step)?.into())
     }
 
+    fn ravel(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        let t = &self.inner;
+        Ok(run(py, t.numel(), || t.reshape(&[-1]))?.into())
+    }
+
+    // ------------------------------------------------------------ in-place view ops
+    // These swap the Python object's view (same storage) like PyTorch's in-place
+    // metadata ops.
+    #[pyo3(signature = (dim=None))]
+    fn squeeze_<'py>(
+        slf: Bound<'py, Self>,
+        dim: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = slf.borrow().squeeze(dim)?;
+        slf.borrow_mut().inner = v.inner;
+        Ok(slf)
+    }
+    fn unsqueeze_(slf: Bound<'_, Self>, dim: i64) -> PyResult<Bound<'_, Self>> {
+        let v = slf.borrow().inner.unsqueeze(dim)?;
+        slf.borrow_mut().inner = v;
+        Ok(slf)
+    }
+    fn transpose_(slf: Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Bound<'_, Self>> {
+        let v = slf.borrow().inner.transpose(dim0, dim1)?;
+        slf.borrow_mut().inner = v;
+        Ok(slf)
+    }
+    fn swapaxes_(slf: Bound<'_, Self>, axis0: i64, axis1: i64) -> PyResult<Bound<'_, Self>> {
+        Self::transpose_(slf, axis0, axis1)
+    }
+    fn swapdims_(slf: Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Bound<'_, Self>> {
+        Self::transpose_(slf, dim0, dim1)
+    }
+    fn t_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = slf.borrow().inner.t()?;
+        slf.borrow_mut().inner = v;
+        Ok(slf)
+    }
+    #[pyo3(signature = (size, stride, storage_offset=None))]
+    fn as_strided_<'py>(
+        slf: Bound<'py, Self>,
+        size: &Bound<'py, PyAny>,
+        stride: &Bound<'py, PyAny>,
+        storage_offset: Option<i64>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = slf.borrow().as_strided(size, stride, storage_offset)?;
+        slf.borrow_mut().inner = v.inner;
+        Ok(slf)
+    }
+
+    /// `element in t`: whether any element equals `element`.
+    fn __contains__(&self, py: Python<'_>, element: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let t = &self.inner;
+        let eq = match extract_operand(element) {
+            Some(Operand::Tensor(e)) => run(py, t.numel(), || t.binary(&e, crate::BinaryOp::Eq))?,
+            Some(Operand::Scalar(s)) => run(py, t.numel(), || {
+                t.binary_scalar(s, crate::BinaryOp::Eq, false)
+            })?,
+            None => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "Tensor.__contains__ only supports Tensor or scalar, but you passed in a {}.",
+                    element.get_type().name()?
+                )))
+            }
+        };
+        Ok(run(py, eq.numel(), || eq.nonzero())?.shape()[0] > 0)
+    }
+
     // ------------------------------------------------------------ indexing
     fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         // Fast path: a plain int.

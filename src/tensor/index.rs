@@ -64,6 +64,36 @@ impl TensorOrScalar {
     }
 }
 
+/// The reductions of `scatter_reduce`.
+#[derive(Clone, Copy, PartialEq)]
+enum R {
+    Sum,
+    Prod,
+    Mean,
+    Max,
+    Min,
+}
+
+impl R {
+    /// Fold `x` into the accumulated `cur` (amax/amin propagate NaN).
+    #[inline]
+    fn combine<T: Element>(self, cur: T, x: T) -> T {
+        let is_nan = |v: T| v.partial_cmp(&v).is_none();
+        match self {
+            R::Sum | R::Mean => cur.add(x),
+            R::Prod => cur.mul(x),
+            R::Max | R::Min => {
+                let better = (self == R::Max && x > cur) || (self == R::Min && x < cur);
+                if !is_nan(cur) && (is_nan(x) || better) {
+                    x
+                } else {
+                    cur
+                }
+            }
+        }
+    }
+}
+
 /// Basic indexing applied; advanced indices left to apply to `view`'s dims.
 struct Prepared {
     view: Tensor,
@@ -332,12 +362,14 @@ impl Tensor {
     /// `self[idx] = value` (`accumulate`: `+=`, summing repeated indices).
     pub fn index_put_(&self, idx: &[TensorIndex], value: &Tensor, accumulate: bool) -> Result<()> {
         let p = self.prepare_index(idx)?;
-        let (plan, shape) = if p.adv.is_empty() {
-            let l = p.view.layout();
-            let (plan, shape) = Plan::from_maps(l, &vec![DimMap::Id; l.ndim()]);
-            (plan, shape)
+        let planned = if p.adv.is_empty() {
+            None
         } else {
-            Self::advanced_plan(&p.view, &p.adv)?
+            Some(Self::advanced_plan(&p.view, &p.adv)?)
+        };
+        let shape: Dims = match &planned {
+            Some((_, s)) => s.clone(),
+            None => p.view.shape().into(),
         };
         // Leading size-1 dims of the value are dropped, as in PyTorch.
         let mut v = value.clone();
@@ -354,6 +386,13 @@ impl Tensor {
         if p.adv.is_empty() && !accumulate {
             return p.view.copy_(&v);
         }
+        let plan = match planned {
+            Some((plan, _)) => plan,
+            None => {
+                let l = p.view.layout();
+                Plan::from_maps(l, &vec![DimMap::Id; l.ndim()]).0
+            }
+        };
         let v = v.to_dtype(self.dtype());
         with_dtype!(self.dtype(), T, {
             let vals: Vec<T> = v.to_vec::<T>()?;
@@ -728,7 +767,10 @@ impl Tensor {
     /// Offsets into `l` of the elements addressed by `(index values, dim)`, in index order.
     fn dim_offsets(l: &Layout, d: usize, ishape: &[usize], vals: &[i64]) -> Result<Vec<usize>> {
         let size = l.shape[d];
-        let pos = positions(vals, size, false, |v| oob(v, d, size))?;
+        // gather/scatter report bad indices as RuntimeError (PyTorch's TORCH_CHECK).
+        let pos = positions(vals, size, false, |v| {
+            Error::Runtime(oob(v, d, size).to_string())
+        })?;
         let mut base_l = l.clone();
         base_l.shape = ishape.into();
         base_l.strides[d] = 0;
@@ -850,14 +892,6 @@ impl Tensor {
         reduce: &str,
         include_self: bool,
     ) -> Result<Tensor> {
-        #[derive(Clone, Copy, PartialEq)]
-        enum R {
-            Sum,
-            Prod,
-            Mean,
-            Max,
-            Min,
-        }
         let r = match reduce {
             "sum" => R::Sum,
             "prod" => R::Prod,
@@ -886,45 +920,10 @@ impl Tensor {
             // SAFETY: `out` is a fresh tensor owned here; `v` is an owned copy.
             let dst = unsafe { out.storage_slice_mut::<T>()? };
             let mut count = vec![0u32; n];
-            let is_nan = |x: T| x.partial_cmp(&x).is_none();
             for (&o, &x) in plan.outer.iter().zip(&v) {
                 let first = count[o] == 0 && !include_self;
                 count[o] += 1;
-                let cur = dst[o];
-                dst[o] = if first {
-                    x
-                } else {
-                    match r {
-                        R::Sum | R::Mean => cur.add(x),
-                        R::Prod => cur.mul(x),
-                        R::Max => {
-                            if is_nan(cur) || is_nan(x) {
-                                if is_nan(cur) {
-                                    cur
-                                } else {
-                                    x
-                                }
-                            } else if x > cur {
-                                x
-                            } else {
-                                cur
-                            }
-                        }
-                        R::Min => {
-                            if is_nan(cur) || is_nan(x) {
-                                if is_nan(cur) {
-                                    cur
-                                } else {
-                                    x
-                                }
-                            } else if x < cur {
-                                x
-                            } else {
-                                cur
-                            }
-                        }
-                    }
-                };
+                dst[o] = if first { x } else { r.combine(dst[o], x) };
             }
             if r == R::Mean {
                 for (o, &c) in count.iter().enumerate() {

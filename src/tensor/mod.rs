@@ -1,6 +1,7 @@
 //! `Tensor`: a cheap handle (`Arc`) to a storage plus a layout. Op methods are thin:
 //! validate -> promote/broadcast -> run a CPU kernel -> wrap the result.
 
+pub mod creation;
 mod elementwise;
 mod elementwise_grad;
 mod index;
@@ -11,6 +12,8 @@ mod view;
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use index::{TensorIndex, TensorOrScalar};
 pub use view::{broadcast_shapes_all, broadcast_tensors};
+mod linalg;
+pub use linalg::{Lstsq, MatrixNormOrd};
 
 use crate::cpu::strided;
 use crate::layout::Layout;

@@ -251,7 +251,7 @@ impl Tensor {
         let size = self.shape()[d] as i64;
         let start = if start < 0 { start + size } else { start };
         if start < 0 || start > size || length < 0 || start + length > size {
-            return Err(Error::Index(format!(
+            return Err(Error::Runtime(format!(
                 "start ({start}) + length ({length}) exceeds dimension size ({size})."
             )));
         }
