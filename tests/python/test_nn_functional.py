@@ -577,3 +577,30 @@ def test_ops_matmul_broadcast_grads():
             gb[idx] = np.sum(g * (a @ e))
         np.testing.assert_allclose(at.grad.numpy(), ga, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(bt.grad.numpy(), gb, rtol=1e-10, atol=1e-12)
+
+
+@needs_sum
+def test_losses_noncontiguous_float32_and_empty():
+    a = RNG.standard_normal((5, 4)).astype(np.float32)
+    b = RNG.standard_normal((4, 5)).astype(np.float32)
+    at, bt = ft.from_numpy(a), ft.from_numpy(b).t()  # transposed view
+    got = F.mse_loss(at, bt)
+    assert got.dtype == ft.float32
+    np.testing.assert_allclose(got.item(), ((a - b.T) ** 2).mean(), rtol=1e-5)
+    got = F.l1_loss(at[::2], bt[::2], reduction="sum")  # stepped slices
+    np.testing.assert_allclose(got.item(), np.abs(a[::2] - b.T[::2]).sum(), rtol=1e-5)
+    empty = t(np.zeros((0, 3)))
+    assert F.mse_loss(empty, empty, reduction="sum").item() == 0.0
+    assert math.isnan(F.mse_loss(empty, empty).item())
+    assert F.mse_loss(empty, empty, reduction="none").shape == (0, 3)
+
+
+@pytest.mark.skipif(not hasattr(ft.Tensor, "matmul"), reason="needs matmul (linalg branch)")
+def test_linear_functional_noncontiguous_and_0d_batch():
+    x = RNG.standard_normal((4, 3))
+    w = RNG.standard_normal((2, 3))
+    b = RNG.standard_normal(2)
+    xt = t(x.T.copy()).t()  # non-contiguous view with x's values
+    np.testing.assert_allclose(npy(F.linear(xt, t(w), t(b))), x @ w.T + b, rtol=1e-12)
+    np.testing.assert_allclose(npy(F.linear(t(x[0]), t(w))), x[0] @ w.T, rtol=1e-12)
+    assert F.linear(t(np.zeros((0, 3))), t(w), t(b)).shape == (0, 2)

@@ -432,3 +432,37 @@ def test_bilinear_forward():
     ref = np.einsum("ni,kij,nj->nk", x1, w, x2) + b
     np.testing.assert_allclose(m(t(x1, np.float64), t(x2, np.float64)).detach().numpy(), ref,
                                rtol=1e-10)
+
+
+def test_module_deepcopy_and_pickle():
+    m = Net()
+    c = copy.deepcopy(m)
+    assert c.w is not m.w and isinstance(c.w, nn.Parameter)
+    np.testing.assert_array_equal(c.w.detach().numpy(), m.w.detach().numpy())
+    with ft.no_grad():
+        c.w.mul_(0)
+    assert m.w.detach().numpy()[0, 0] == 1.0
+    p = pickle.loads(pickle.dumps(m))
+    assert [n for n, _ in p.named_parameters()] == ["w"]
+    assert list(p.state_dict()) == ["w", "running"] and p.tmp.item() == 9.0
+
+
+def test_forward_pre_hook_with_kwargs_and_prepend():
+    class Scale(nn.Module):
+        def forward(self, x, scale=1.0):
+            return x * scale
+
+    m = Scale()
+    order = []
+
+    def hook_kw(mod, args, kwargs):
+        order.append("kw")
+        return args, {"scale": 3.0}
+
+    m.register_forward_pre_hook(hook_kw, with_kwargs=True)
+    m.register_forward_pre_hook(lambda mod, args: order.append("first"), prepend=True)
+    out = m(t([2.0]), scale=5.0)
+    assert out.item() == 6.0 and order == ["first", "kw"]
+    with m.register_forward_hook(lambda mod, a, o: o + 1):
+        assert m(t([1.0])).item() == 4.0
+    assert m(t([1.0])).item() == 3.0  # removed by the context manager
