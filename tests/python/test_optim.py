@@ -483,3 +483,25 @@ def test_scheduler_state_dict_roundtrip_and_chaining():
     assert ch.get_last_lr()[0] == pytest.approx(0.9 ** 4 * 0.25)
     with pytest.raises(TypeError):
         lr_scheduler.StepLR(object(), step_size=1)
+
+
+def test_optimizer_subclass_custom_step():
+    class Clipped(optim.SGD):
+        """A user optimizer that clamps gradients then defers to SGD."""
+
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.grad = p.grad.maximum(ft.tensor(-1.0)).minimum(ft.tensor(1.0))
+            return super().step(closure)
+
+    p = nn.Parameter(ft.tensor([0.0, 0.0]))
+    opt = Clipped([p], lr=0.5)
+    calls = []
+    opt.register_step_pre_hook(lambda o, a, k: calls.append(1))
+    p.grad = ft.tensor([10.0, -0.5])
+    opt.step()
+    np.testing.assert_allclose(p.detach().numpy(), [-0.5, 0.25])
+    assert calls == [1]
+    assert isinstance(opt, optim.Optimizer)

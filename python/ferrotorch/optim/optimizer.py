@@ -246,13 +246,20 @@ class Optimizer:
         if step is not None and not getattr(step, "_hooked", False):
             @functools.wraps(step)
             def hooked_step(self, *args, **kw):
-                for hook in list(self._optimizer_step_pre_hooks.values()):
-                    res = hook(self, args, kw)
-                    if res is not None:
-                        args, kw = res
-                out = step(self, *args, **kw)
-                for hook in list(self._optimizer_step_post_hooks.values()):
-                    hook(self, args, kw)
+                # A subclass's step calling super().step() runs the hooks only once.
+                if self.__dict__.get("_in_hooked_step"):
+                    return step(self, *args, **kw)
+                self._in_hooked_step = True
+                try:
+                    for hook in list(self._optimizer_step_pre_hooks.values()):
+                        res = hook(self, args, kw)
+                        if res is not None:
+                            args, kw = res
+                    out = step(self, *args, **kw)
+                    for hook in list(self._optimizer_step_post_hooks.values()):
+                        hook(self, args, kw)
+                finally:
+                    self._in_hooked_step = False
                 return out
 
             hooked_step._hooked = True
