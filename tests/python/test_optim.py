@@ -505,3 +505,26 @@ def test_optimizer_subclass_custom_step():
     np.testing.assert_allclose(p.detach().numpy(), [-0.5, 0.25])
     assert calls == [1]
     assert isinstance(opt, optim.Optimizer)
+
+
+@needs_sum
+@needs_max
+def test_lbfgs_strong_wolfe_rosenbrock():
+    x = nn.Parameter(ft.tensor([-1.5, 2.0], dtype=ft.float64))
+    opt = optim.LBFGS([x], lr=1, max_iter=200, line_search_fn="strong_wolfe",
+                      tolerance_grad=1e-10, tolerance_change=1e-14)
+
+    def closure():
+        opt.zero_grad()
+        a, b = x.detach().numpy()
+        # Rosenbrock gradient by hand (elementwise maths only).
+        x.grad = ft.tensor([-2 * (1 - a) - 400 * a * (b - a * a), 200 * (b - a * a)],
+                           dtype=ft.float64)
+        return (1 - a) ** 2 + 100 * (b - a * a) ** 2
+
+    for _ in range(3):
+        opt.step(closure)
+    np.testing.assert_allclose(x.detach().numpy(), [1.0, 1.0], rtol=1e-6)
+    assert opt.state[x]["func_evals"] < 300
+    with pytest.raises(RuntimeError, match="strong_wolfe"):
+        optim.LBFGS([x], line_search_fn="backtracking")
