@@ -88,6 +88,11 @@ def test_registration_and_iteration():
     assert [n for n, _ in m.named_modules(prefix="m")][:2] == ["m", "m.act"]
     assert len(list(m.modules())) == 5 and len(list(m.children())) == 2
     assert m.plain == 3 and "plain" not in m._parameters
+    outer = nn.Sequential(m)
+    assert [n for n, _ in outer.named_parameters(prefix="net")] == ["net.0.w"]
+    assert list(outer.named_parameters(recurse=False)) == []
+    assert [n for n, _ in outer.named_buffers()] == ["0.running", "0.tmp"]
+    assert len(list(outer.buffers(recurse=False))) == 0
     assert m.get_submodule("seq.0").__class__ is nn.ReLU
     assert m.get_parameter("w") is m.w
     assert m.get_buffer("running") is m.running
@@ -466,3 +471,17 @@ def test_forward_pre_hook_with_kwargs_and_prepend():
     with m.register_forward_hook(lambda mod, a, o: o + 1):
         assert m(t([1.0])).item() == 4.0
     assert m(t([1.0])).item() == 3.0  # removed by the context manager
+
+
+def test_global_module_hooks():
+    from ferrotorch.nn.modules.module import register_module_forward_hook
+
+    seen = []
+    h = register_module_forward_hook(lambda mod, args, out: seen.append(type(mod).__name__))
+    try:
+        nn.Sequential(nn.ReLU(), nn.Tanh())(t([1.0]))
+    finally:
+        h.remove()
+    assert seen == ["ReLU", "Tanh", "Sequential"]
+    nn.ReLU()(t([1.0]))
+    assert len(seen) == 3

@@ -16,7 +16,8 @@ from ferrotorch.nn.parameter import Buffer, Parameter
 
 Tensor = _C.Tensor
 
-__all__ = ["Module", "RemovableHandle"]
+__all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook",
+           "register_module_forward_hook"]
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -67,6 +68,20 @@ def _addindent(s_, num_spaces):
 # Hooks registered for every module (register_module_forward_hook & co.).
 _global_forward_pre_hooks = OrderedDict()
 _global_forward_hooks = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook):
+    """A forward pre-hook ``hook(module, args)`` common to all modules."""
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook):
+    """A forward hook ``hook(module, args, output)`` common to all modules."""
+    handle = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[handle.id] = hook
+    return handle
 
 
 class Module:
