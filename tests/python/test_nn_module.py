@@ -175,6 +175,11 @@ def test_state_dict_roundtrip_and_keep_vars():
     assert "0.0.w" in nested.state_dict() and "1.running" in nested.state_dict()
     nested2 = nn.Sequential(nn.Sequential(Net()), Net())
     nested2.load_state_dict(nested.state_dict())
+    m3 = Net()
+    src = {"w": t([[5.0, 6.0], [7.0, 8.0]]), "running": t([1.0, 2.0])}
+    m3.load_state_dict(src, assign=True)
+    assert isinstance(m3.w, nn.Parameter) and m3.w.requires_grad
+    assert m3.w.data_ptr() == src["w"].data_ptr() and m3.running is src["running"]
 
 
 def test_load_state_dict_strict_errors():

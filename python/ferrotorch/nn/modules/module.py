@@ -575,6 +575,15 @@ class Module:
                     f"{param.shape}."
                 )
                 continue
+            if local_metadata.get("assign_to_params_buffers", False):
+                # assign=True: take the checkpoint's tensor itself (keeping requires_grad).
+                if isinstance(param, Parameter):
+                    if not isinstance(input_param, Parameter):
+                        input_param = Parameter(input_param, requires_grad=param.requires_grad)
+                    else:
+                        input_param.requires_grad_(param.requires_grad)
+                setattr(self, name, input_param)
+                continue
             try:
                 with ferrotorch.no_grad():
                     param.copy_(input_param)
@@ -595,7 +604,8 @@ class Module:
         """Copy parameters and buffers from ``state_dict`` into this module (in place).
 
         Returns ``(missing_keys, unexpected_keys)``; with ``strict=True`` any mismatch raises a
-        ``RuntimeError`` listing them. Shape mismatches always raise."""
+        ``RuntimeError`` listing them. Shape mismatches always raise. With ``assign=True`` the
+        checkpoint's tensors replace the module's (no copy)."""
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing_keys, unexpected_keys, error_msgs = [], [], []
@@ -605,8 +615,9 @@ class Module:
             for hook in module._load_state_dict_pre_hooks.values():
                 hook(local_state_dict, prefix, {}, True, missing_keys, unexpected_keys,
                      error_msgs)
-            module._load_from_state_dict(local_state_dict, prefix, {}, True, missing_keys,
-                                         unexpected_keys, error_msgs)
+            metadata = {"assign_to_params_buffers": assign}
+            module._load_from_state_dict(local_state_dict, prefix, metadata, True,
+                                         missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
