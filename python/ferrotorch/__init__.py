@@ -12,6 +12,8 @@ from ferrotorch._C import Tensor, device, dtype  # noqa: F401
 from ferrotorch._size import Size  # noqa: F401
 from ferrotorch import _tensor_str  # noqa: F401  (installs Tensor.__repr__/__str__)
 from ferrotorch._functions import *  # noqa: F401,F403
+from ferrotorch import return_types  # noqa: F401
+from ferrotorch._reduce import *  # noqa: F401,F403
 
 # PyTorch's dtype aliases.
 float = _C.float32  # noqa: A001

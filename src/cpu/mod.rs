@@ -1,3 +1,5 @@
 //! CPU kernels. They know nothing about autograd or Python: slices and layouts in, `Vec`s out.
 
+pub mod reduce;
+pub mod sort;
 pub mod strided;

@@ -2,6 +2,7 @@
 
 mod convert;
 mod numpy_interop;
+mod reduce;
 mod tensor;
 
 pub use convert::{PyDType, PyDevice};
@@ -64,5 +65,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     tensor::register(m)?;
     numpy_interop::register(m)?;
+    reduce::register(m)?;
     Ok(())
 }

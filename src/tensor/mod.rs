@@ -2,9 +2,12 @@
 //! validate -> promote/broadcast -> run a CPU kernel -> wrap the result.
 
 mod elementwise;
+mod reduce;
+mod sort;
 mod view;
 
 pub use elementwise::{BinaryOp, UnaryOp};
+pub use sort::Unique;
 
 use crate::cpu::strided;
 use crate::layout::Layout;
