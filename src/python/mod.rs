@@ -8,6 +8,7 @@ mod linalg;
 mod numpy_interop;
 mod parallel;
 mod random;
+mod reduce;
 mod tensor;
 mod views;
 
@@ -80,6 +81,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     parallel::register(m)?;
     dlpack::register(m)?;
     linalg::register(m)?;
+    reduce::register(m)?;
     Ok(())
 }
 
