@@ -528,3 +528,16 @@ def test_lbfgs_strong_wolfe_rosenbrock():
     assert opt.state[x]["func_evals"] < 300
     with pytest.raises(RuntimeError, match="strong_wolfe"):
         optim.LBFGS([x], line_search_fn="backtracking")
+
+
+def test_optimizer_pickle_roundtrip():
+    p = nn.Parameter(ft.tensor([1.0, 2.0]))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    p.grad = ft.tensor([1.0, 1.0])
+    opt.step()
+    opt2 = pickle.loads(pickle.dumps(opt))
+    q = opt2.param_groups[0]["params"][0]
+    np.testing.assert_allclose(opt2.state[q]["momentum_buffer"].numpy(), [1.0, 1.0])
+    q.grad = ft.tensor([1.0, 1.0])
+    opt2.step()
+    np.testing.assert_allclose(q.detach().numpy(), [0.71, 1.71], rtol=1e-6)

@@ -73,6 +73,8 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
 
     def __repr__(self):
         format_string = self.__class__.__name__ + " ("
