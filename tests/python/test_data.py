@@ -269,3 +269,9 @@ def test_dataloader_worker_exception_is_reraised():
         DataLoader(Failing(), num_workers=-1)
     with pytest.raises(ValueError):
         DataLoader(Failing(), persistent_workers=True)
+
+
+def test_dataloader_unpicklable_collate_fn_message():
+    dl = DataLoader(arange_ds(4), batch_size=2, num_workers=1, collate_fn=lambda b: b)
+    with pytest.raises(RuntimeError, match="could not be pickled"):
+        iter(dl)

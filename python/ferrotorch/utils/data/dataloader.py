@@ -8,6 +8,7 @@ reorders results so batches come out in sampler order, exactly as with ``num_wor
 
 import itertools
 import multiprocessing
+import pickle
 import queue
 
 from ferrotorch import _C
@@ -256,7 +257,20 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                       self._base_seed, self._worker_init_fn, i, self._num_workers),
             )
             w.daemon = True
-            w.start()
+            try:
+                w.start()
+            except (pickle.PicklingError, AttributeError, TypeError) as e:
+                self._index_queues.append(index_queue)
+                self._shutdown = False
+                self._shutdown_workers()
+                raise RuntimeError(
+                    "DataLoader workers are started with the "
+                    f"'{ctx.get_start_method()}' method, which pickles the dataset, "
+                    "collate_fn and worker_init_fn; one of them could not be pickled "
+                    f"({e}). Define them at module level, or pass "
+                    "multiprocessing_context='fork' (only safe if no parallel kernel has "
+                    "run in this process)."
+                ) from e
             self._index_queues.append(index_queue)
             self._workers.append(w)
         self._shutdown = False
