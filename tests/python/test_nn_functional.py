@@ -604,3 +604,18 @@ def test_linear_functional_noncontiguous_and_0d_batch():
     np.testing.assert_allclose(npy(F.linear(xt, t(w), t(b))), x @ w.T + b, rtol=1e-12)
     np.testing.assert_allclose(npy(F.linear(t(x[0]), t(w))), x[0] @ w.T, rtol=1e-12)
     assert F.linear(t(np.zeros((0, 3))), t(w), t(b)).shape == (0, 2)
+
+
+@pytest.mark.parametrize("module,ref", ACTIVATIONS, ids=lambda v: repr(v)[:30])
+def test_activation_noncontiguous_0d_empty_float32(module, ref):
+    base = X.T.astype(np.float32).copy()
+    xt = ft.from_numpy(base).t()  # non-contiguous view holding X
+    np.testing.assert_allclose(npy(module(xt)), ref(X.astype(np.float32)), rtol=2e-5,
+                               atol=1e-6)
+    xs = ft.from_numpy(base)[::2]  # stepped slice
+    np.testing.assert_allclose(npy(module(xs)), ref(base[::2]), rtol=2e-5, atol=1e-6)
+    zero_d = module(t(0.7))
+    assert zero_d.shape == () and zero_d.dtype == ft.float64
+    np.testing.assert_allclose(zero_d.item(), ref(np.array(0.7)), rtol=1e-7)
+    assert module(t(np.zeros((0, 3)))).shape == (0, 3)
+    assert module(xt).dtype == ft.float32
