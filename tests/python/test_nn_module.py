@@ -76,6 +76,10 @@ def test_tensor_pickle_roundtrip_dtypes():
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(x)).numpy(), x.numpy())
     g = t([1.0]).requires_grad_()
     assert pickle.loads(pickle.dumps(g)).requires_grad
+    for dt in (ft.float16, ft.bfloat16):  # bfloat16 travels as float32
+        h = t([1.5, -2.25]).to(dt)
+        r = pickle.loads(pickle.dumps(h))
+        assert r.dtype == dt and r.to(ft.float32).tolist() == [1.5, -2.25]
 
 
 # ---------------------------------------------------------------------------- registration
