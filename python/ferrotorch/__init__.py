@@ -49,3 +49,4 @@ __version__ = "0.1.0"
 # Python layer: tensor pickling (copyreg), nn, optim (utils.data comes with utils).
 from ferrotorch import _tensor_pickle
 from ferrotorch import nn, optim
+from ferrotorch.serialization import load, save
