@@ -359,6 +359,24 @@ pub fn offset_of(layout: &Layout, pos: usize) -> usize {
     off
 }
 
+/// Storage offsets of the elements at row-major positions `pos` of `layout` (positions are
+/// pre-validated; a contiguous layout just adds its offset).
+pub fn offsets_of_positions(layout: &Layout, pos: &[usize]) -> Vec<usize> {
+    let contiguous = layout.is_contiguous();
+    let one = |&p: &usize| {
+        if contiguous {
+            layout.offset + p
+        } else {
+            offset_of(layout, p)
+        }
+    };
+    if pos.len() >= PAR_THRESHOLD {
+        pos.par_iter().with_min_len(4096).map(one).collect()
+    } else {
+        pos.iter().map(one).collect()
+    }
+}
+
 /// Zero the part of each `rows x cols` matrix of a row-major buffer outside the band kept by
 /// `tril`/`triu` with diagonal `k` (`lower`: keep `j <= i + k`; else keep `j >= i + k`).
 pub fn band_zero<T: Copy + Send + Sync + Default>(

@@ -369,12 +369,7 @@ impl Tensor {
                 strides: l.strides[dim..dim + k].into(),
                 offset: 0,
             };
-            let off = |&p: &usize| kern::offset_of(&sub, p);
-            let adv_off: Vec<usize> = if pos.len() >= PAR_THRESHOLD {
-                pos.par_iter().map(off).collect()
-            } else {
-                pos.iter().map(off).collect()
-            };
+            let adv_off = kern::offsets_of_positions(&sub, &pos);
             let n = pos.len();
             ((dim..dim + k).collect(), smallvec::smallvec![n], adv_off)
         } else {
@@ -417,10 +412,19 @@ impl Tensor {
             .map(|&d| (0..l.shape[d]).map(|i| i * l.strides[d]).collect())
             .collect();
         let pre_off = kern::cross_offsets(l.offset, &pre_tables);
-        let mut outer = Vec::with_capacity(pre_off.len() * nb);
-        for p in pre_off {
-            outer.extend(adv_off.iter().map(|&a| p + a));
-        }
+        let outer = if let [p] = pre_off[..] {
+            let mut o = adv_off;
+            if p != 0 {
+                o.iter_mut().for_each(|x| *x += p);
+            }
+            o
+        } else {
+            let mut outer = Vec::with_capacity(pre_off.len() * nb);
+            for p in pre_off {
+                outer.extend(adv_off.iter().map(|&a| p + a));
+            }
+            outer
+        };
         let post_shape: Vec<usize> = post.iter().map(|&d| l.shape[d]).collect();
         let post_strides: Vec<usize> = post.iter().map(|&d| l.strides[d]).collect();
         let inner = Inner::from_dims(&post_shape, &post_strides);
@@ -603,7 +607,7 @@ impl Tensor {
         let flags = m.to_vec::<bool>()?;
         let pos = kern::true_positions(&flags);
         let xl = x.layout().clone();
-        let offs: Vec<usize> = pos.iter().map(|&p| kern::offset_of(&xl, p)).collect();
+        let offs = kern::offsets_of_positions(&xl, &pos);
         let plan = Plan {
             outer: offs,
             inner: Inner::Range { start: 0, len: 1 },
@@ -644,7 +648,7 @@ impl Tensor {
         }
         let sl = self.layout().clone();
         let plan = Plan {
-            outer: pos.iter().map(|&p| kern::offset_of(&sl, p)).collect(),
+            outer: kern::offsets_of_positions(&sl, &pos),
             inner: Inner::Range { start: 0, len: 1 },
         };
         with_dtype!(self.dtype(), T, {
@@ -1091,7 +1095,7 @@ impl Tensor {
         })?;
         let l = self.layout().clone();
         let plan = Plan {
-            outer: pos.iter().map(|&p| kern::offset_of(&l, p)).collect(),
+            outer: kern::offsets_of_positions(&l, &pos),
             inner: Inner::Range { start: 0, len: 1 },
         };
         Ok(with_dtype!(self.dtype(), T, {
@@ -1163,7 +1167,7 @@ impl Tensor {
         })?;
         let l = self.layout().clone();
         let plan = Plan {
-            outer: pos.iter().map(|&p| kern::offset_of(&l, p)).collect(),
+            outer: kern::offsets_of_positions(&l, &pos),
             inner: Inner::Range { start: 0, len: 1 },
         };
         with_dtype!(self.dtype(), T, {
