@@ -135,6 +135,19 @@ pub fn gather<T: Copy + Send + Sync + Default>(src: &[T], plan: &Plan) -> Vec<T>
     if n == 0 {
         return out;
     }
+    if let Inner::Range { start, len: 1 } = plan.inner {
+        // One element per row: a plain parallel gather.
+        let one = |(o, &b): (&mut T, &usize)| *o = src[b + start];
+        if n >= PAR_THRESHOLD {
+            out.par_iter_mut()
+                .zip(plan.outer.par_iter())
+                .with_min_len(4096)
+                .for_each(one);
+        } else {
+            out.iter_mut().zip(&plan.outer).for_each(one);
+        }
+        return out;
+    }
     let fill = |o: &mut [T], base: usize| match &plan.inner {
         Inner::Range { start, len } => o.copy_from_slice(&src[base + start..base + start + len]),
         Inner::List(l) => {
@@ -153,6 +166,42 @@ pub fn gather<T: Copy + Send + Sync + Default>(src: &[T], plan: &Plan) -> Vec<T>
         for (o, &b) in out.chunks_mut(ni).zip(&plan.outer) {
             fill(o, b);
         }
+    }
+    out
+}
+
+/// `out[i] = src[base_i + idx[i] * stride]`, where `base_i` is the storage offset of element
+/// `i` of `base` (row-major) and `idx` holds pre-validated, non-negative indices in the same
+/// order (the kernel of `gather`).
+pub fn gather_along<T: Copy + Send + Sync + Default>(
+    src: &[T],
+    base: &Layout,
+    idx: &[i64],
+    stride: usize,
+) -> Vec<T> {
+    let n = base.numel();
+    let mut out = vec![T::default(); n];
+    if n == 0 {
+        return out;
+    }
+    let c = strided::coalesce(&base.shape, [&base.strides]);
+    let run_chunk = |start: usize, o: &mut [T]| {
+        let mut w = 0;
+        c.for_each_run([base.offset], start, start + o.len(), |[off], len, [s]| {
+            let ix = &idx[start + w..start + w + len];
+            for (i, (d, &k)) in o[w..w + len].iter_mut().zip(ix).enumerate() {
+                *d = src[off + i * s + k as usize * stride];
+            }
+            w += len;
+        });
+    };
+    if n >= PAR_THRESHOLD {
+        let cl = strided::chunk_len(n);
+        out.par_chunks_mut(cl)
+            .enumerate()
+            .for_each(|(ci, o)| run_chunk(ci * cl, o));
+    } else {
+        run_chunk(0, &mut out);
     }
     out
 }
@@ -308,6 +357,24 @@ pub fn offset_of(layout: &Layout, pos: usize) -> usize {
         rem /= s;
     }
     off
+}
+
+/// Storage offsets of the elements at row-major positions `pos` of `layout` (positions are
+/// pre-validated; a contiguous layout just adds its offset).
+pub fn offsets_of_positions(layout: &Layout, pos: &[usize]) -> Vec<usize> {
+    let contiguous = layout.is_contiguous();
+    let one = |&p: &usize| {
+        if contiguous {
+            layout.offset + p
+        } else {
+            offset_of(layout, p)
+        }
+    };
+    if pos.len() >= PAR_THRESHOLD {
+        pos.par_iter().with_min_len(4096).map(one).collect()
+    } else {
+        pos.iter().map(one).collect()
+    }
 }
 
 /// Zero the part of each `rows x cols` matrix of a row-major buffer outside the band kept by

@@ -346,8 +346,14 @@ impl PyTensor {
         self.inner.reverse_dims().into()
     }
     #[getter(H)]
-    fn h_property(&self) -> PyTensor {
-        self.inner.reverse_dims().into()
+    fn h_property(&self) -> PyResult<PyTensor> {
+        if !matches!(self.inner.ndim(), 0 | 2) {
+            return Err(PyRuntimeError::new_err(format!(
+                "tensor.H is only supported on matrices (2-D tensors). Got {}-D tensor.",
+                self.inner.ndim()
+            )));
+        }
+        Ok(self.inner.reverse_dims().into())
     }
     #[getter(mT)]
     fn mt_property(&self) -> PyResult<PyTensor> {

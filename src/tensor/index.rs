@@ -94,11 +94,42 @@ impl R {
     }
 }
 
+/// An advanced index, applying to dims of the basic-indexed view.
+enum Adv {
+    /// An integer index tensor for one dim.
+    Int(usize, Tensor),
+    /// A bool mask over dims `dim..dim + shape.len()`: the row-major positions of its trues.
+    Mask {
+        dim: usize,
+        shape: Dims,
+        pos: Vec<usize>,
+    },
+}
+
+impl Adv {
+    /// As (dim, integer index tensor) pairs: a k-d mask becomes k coordinate tensors.
+    fn into_int(self) -> Vec<(usize, Tensor)> {
+        match self {
+            Adv::Int(d, t) => vec![(d, t)],
+            Adv::Mask { dim, shape, pos } => {
+                let n = pos.len();
+                let nd = shape.len();
+                let coords = kern::unravel(&pos, &shape);
+                (0..nd)
+                    .map(|j| {
+                        let col: Vec<i64> = (0..n).map(|i| coords[i * nd + j]).collect();
+                        (dim + j, i64_tensor(col))
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
 /// Basic indexing applied; advanced indices left to apply to `view`'s dims.
 struct Prepared {
     view: Tensor,
-    /// (dim of `view`, int64 index tensor)
-    adv: Vec<(usize, Tensor)>,
+    adv: Vec<Adv>,
 }
 
 fn is_mask_dtype(d: DType) -> bool {
@@ -129,6 +160,18 @@ fn positions(
     wrap: bool,
     err: impl Fn(i64) -> Error,
 ) -> Result<Vec<usize>> {
+    check_bounds(vals, size, wrap, err)?;
+    let s = size as i64;
+    let conv = |&v: &i64| if v < 0 { (v + s) as usize } else { v as usize };
+    Ok(if vals.len() >= PAR_THRESHOLD {
+        vals.par_iter().map(conv).collect()
+    } else {
+        vals.iter().map(conv).collect()
+    })
+}
+
+/// Fail with `err(v)` for the first `v` outside `[0, size)` (`[-size, size)` when `wrap`).
+fn check_bounds(vals: &[i64], size: usize, wrap: bool, err: impl Fn(i64) -> Error) -> Result<()> {
     let s = size as i64;
     let bad = |v: &&i64| {
         let v = **v;
@@ -143,15 +186,10 @@ fn positions(
     } else {
         vals.iter().find(bad)
     };
-    if let Some(&v) = first_bad {
-        return Err(err(v));
+    match first_bad {
+        Some(&v) => Err(err(v)),
+        None => Ok(()),
     }
-    let conv = |&v: &i64| if v < 0 { (v + s) as usize } else { v as usize };
-    Ok(if vals.len() >= PAR_THRESHOLD {
-        vals.par_iter().map(conv).collect()
-    } else {
-        vals.iter().map(conv).collect()
-    })
 }
 
 fn i64_tensor(v: Vec<i64>) -> Tensor {
@@ -198,7 +236,7 @@ impl Tensor {
         let mut l = self.layout().clone();
         let mut cur = 0usize; // dim of the view being built
         let mut orig = 0usize; // dim of `self` being indexed
-        let mut adv: Vec<(usize, Tensor)> = Vec::new();
+        let mut adv: Vec<Adv> = Vec::new();
         for i in idx {
             match i {
                 TensorIndex::Int(v) => {
@@ -241,7 +279,7 @@ impl Tensor {
                 }
                 TensorIndex::Bool(b) => {
                     l = l.unsqueeze(cur);
-                    adv.push((cur, i64_tensor(if *b { vec![0] } else { vec![] })));
+                    adv.push(Adv::Int(cur, i64_tensor(if *b { vec![0] } else { vec![] })));
                     cur += 1;
                 }
                 TensorIndex::Tensor(t) => {
@@ -249,7 +287,7 @@ impl Tensor {
                         if t.ndim() == 0 {
                             let b = t.item()?.to_i64() != 0;
                             l = l.unsqueeze(cur);
-                            adv.push((cur, i64_tensor(if b { vec![0] } else { vec![] })));
+                            adv.push(Adv::Int(cur, i64_tensor(if b { vec![0] } else { vec![] })));
                             cur += 1;
                             continue;
                         }
@@ -264,10 +302,12 @@ impl Tensor {
                                 )));
                             }
                         }
-                        let cols = t.nonzero_columns()?;
-                        for (j, c) in cols.into_iter().enumerate() {
-                            adv.push((cur + j, c));
-                        }
+                        let (pos, shape) = t.nonzero_positions()?;
+                        adv.push(Adv::Mask {
+                            dim: cur,
+                            shape,
+                            pos,
+                        });
                         cur += k;
                         orig += k;
                     } else if t.ndim() == 0 {
@@ -281,7 +321,7 @@ impl Tensor {
                         l = l.select(cur, if v < 0 { v + s } else { v } as usize);
                         orig += 1;
                     } else {
-                        adv.push((cur, t.clone()));
+                        adv.push(Adv::Int(cur, t.clone()));
                         cur += 1;
                         orig += 1;
                     }
@@ -295,32 +335,71 @@ impl Tensor {
     }
 
     /// For advanced indices: the plan over `view` and the result shape.
-    fn advanced_plan(view: &Tensor, adv: &[(usize, Tensor)]) -> Result<(Plan, Dims)> {
+    fn advanced_plan(view: &Tensor, adv: Vec<Adv>) -> Result<(Plan, Dims)> {
         let l = view.layout();
-        // Broadcast the index tensors.
-        let mut bshape: Dims = Dims::new();
-        for (_, t) in adv {
-            bshape = broadcast_shapes("index", &bshape, t.shape()).map_err(|_| {
-                let shapes: Vec<String> =
-                    adv.iter().map(|(_, t)| format!("{:?}", t.shape())).collect();
-                Error::Index(format!(
-                    "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
-                    shapes.join(", ")
-                ))
-            })?;
-        }
-        let nb: usize = bshape.iter().product();
-        let mut adv_off = vec![0usize; nb];
-        for (d, t) in adv {
-            let t = t.to_dtype(DType::I64).broadcast_to(&bshape)?;
-            let vals = t.to_vec::<i64>()?;
-            let (size, st) = (l.shape[*d], l.strides[*d]);
-            let pos = positions(&vals, size, true, |v| oob(v, *d, size))?;
-            for (o, p) in adv_off.iter_mut().zip(pos) {
-                *o += p * st;
+        // Fast paths for one index: a 1-d index (or mask) is an `index_select` along its
+        // dim; a k-d mask maps its true positions straight to offsets.
+        if adv.len() == 1 {
+            match &adv[0] {
+                Adv::Int(d, t) if t.ndim() == 1 => {
+                    let size = l.shape[*d];
+                    let vals = t.to_dtype(DType::I64).to_vec::<i64>()?;
+                    let pos = positions(&vals, size, true, |v| oob(v, *d, size))?;
+                    let mut maps = vec![DimMap::Id; l.ndim()];
+                    maps[*d] = DimMap::Map(pos);
+                    return Ok(Plan::from_maps(l, &maps));
+                }
+                Adv::Mask { dim, shape, pos } if shape.len() == 1 => {
+                    let mut maps = vec![DimMap::Id; l.ndim()];
+                    maps[*dim] = DimMap::Map(pos.clone());
+                    return Ok(Plan::from_maps(l, &maps));
+                }
+                _ => {}
             }
         }
-        let dims: Vec<usize> = adv.iter().map(|(d, _)| *d).collect();
+        let single_mask = adv.len() == 1 && matches!(adv[0], Adv::Mask { .. });
+        let (dims, bshape, adv_off): (Vec<usize>, Dims, Vec<usize>) = if single_mask {
+            let Some(Adv::Mask { dim, shape, pos }) = adv.into_iter().next() else {
+                unreachable!("checked above")
+            };
+            // Offsets of the true positions within the masked dims of the view.
+            let k = shape.len();
+            let sub = Layout {
+                shape: shape.clone(),
+                strides: l.strides[dim..dim + k].into(),
+                offset: 0,
+            };
+            let adv_off = kern::offsets_of_positions(&sub, &pos);
+            let n = pos.len();
+            ((dim..dim + k).collect(), smallvec::smallvec![n], adv_off)
+        } else {
+            let adv: Vec<(usize, Tensor)> = adv.into_iter().flat_map(Adv::into_int).collect();
+            // Broadcast the index tensors.
+            let mut bshape: Dims = Dims::new();
+            for (_, t) in &adv {
+                bshape = broadcast_shapes("index", &bshape, t.shape()).map_err(|_| {
+                    let shapes: Vec<String> =
+                        adv.iter().map(|(_, t)| format!("{:?}", t.shape())).collect();
+                    Error::Index(format!(
+                        "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+                        shapes.join(", ")
+                    ))
+                })?;
+            }
+            let nb: usize = bshape.iter().product();
+            let mut adv_off = vec![0usize; nb];
+            for (d, t) in &adv {
+                let t = t.to_dtype(DType::I64).broadcast_to(&bshape)?;
+                let vals = t.to_vec::<i64>()?;
+                let (size, st) = (l.shape[*d], l.strides[*d]);
+                let pos = positions(&vals, size, true, |v| oob(v, *d, size))?;
+                for (o, p) in adv_off.iter_mut().zip(pos) {
+                    *o += p * st;
+                }
+            }
+            (adv.iter().map(|(d, _)| *d).collect(), bshape, adv_off)
+        };
+        let nb = adv_off.len();
         let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
         let rest: Vec<usize> = (0..l.ndim()).filter(|d| !dims.contains(d)).collect();
         let (pre, post): (Vec<usize>, Vec<usize>) = if adjacent {
@@ -333,10 +412,19 @@ impl Tensor {
             .map(|&d| (0..l.shape[d]).map(|i| i * l.strides[d]).collect())
             .collect();
         let pre_off = kern::cross_offsets(l.offset, &pre_tables);
-        let mut outer = Vec::with_capacity(pre_off.len() * nb);
-        for p in pre_off {
-            outer.extend(adv_off.iter().map(|&a| p + a));
-        }
+        let outer = if let [p] = pre_off[..] {
+            let mut o = adv_off;
+            if p != 0 {
+                o.iter_mut().for_each(|x| *x += p);
+            }
+            o
+        } else {
+            let mut outer = Vec::with_capacity(pre_off.len() * nb);
+            for p in pre_off {
+                outer.extend(adv_off.iter().map(|&a| p + a));
+            }
+            outer
+        };
         let post_shape: Vec<usize> = post.iter().map(|&d| l.shape[d]).collect();
         let post_strides: Vec<usize> = post.iter().map(|&d| l.strides[d]).collect();
         let inner = Inner::from_dims(&post_shape, &post_strides);
@@ -352,7 +440,7 @@ impl Tensor {
         if p.adv.is_empty() {
             return Ok(p.view);
         }
-        let (plan, shape) = Self::advanced_plan(&p.view, &p.adv)?;
+        let (plan, shape) = Self::advanced_plan(&p.view, p.adv)?;
         Ok(with_dtype!(self.dtype(), T, {
             let src = self.storage_slice::<T>()?;
             Tensor::from_vec_unchecked(kern::gather(src, &plan), &shape)
@@ -361,11 +449,23 @@ impl Tensor {
 
     /// `self[idx] = value` (`accumulate`: `+=`, summing repeated indices).
     pub fn index_put_(&self, idx: &[TensorIndex], value: &Tensor, accumulate: bool) -> Result<()> {
+        // `t[mask] = scalar` with a full-shape mask is a masked fill.
+        if let [TensorIndex::Tensor(m)] = idx {
+            if !accumulate
+                && m.dtype() == DType::Bool
+                && m.shape() == self.shape()
+                && value.numel() == 1
+                && self.ndim() > 0
+            {
+                return self.masked_fill_(m, value.item()?);
+            }
+        }
         let p = self.prepare_index(idx)?;
-        let planned = if p.adv.is_empty() {
+        let basic = p.adv.is_empty();
+        let planned = if basic {
             None
         } else {
-            Some(Self::advanced_plan(&p.view, &p.adv)?)
+            Some(Self::advanced_plan(&p.view, p.adv)?)
         };
         let shape: Dims = match &planned {
             Some((_, s)) => s.clone(),
@@ -383,7 +483,7 @@ impl Tensor {
                 &shape[..]
             ))
         })?;
-        if p.adv.is_empty() && !accumulate {
+        if basic && !accumulate {
             return p.view.copy_(&v);
         }
         let plan = match planned {
@@ -507,7 +607,7 @@ impl Tensor {
         let flags = m.to_vec::<bool>()?;
         let pos = kern::true_positions(&flags);
         let xl = x.layout().clone();
-        let offs: Vec<usize> = pos.iter().map(|&p| kern::offset_of(&xl, p)).collect();
+        let offs = kern::offsets_of_positions(&xl, &pos);
         let plan = Plan {
             outer: offs,
             inner: Inner::Range { start: 0, len: 1 },
@@ -548,7 +648,7 @@ impl Tensor {
         }
         let sl = self.layout().clone();
         let plan = Plan {
-            outer: pos.iter().map(|&p| kern::offset_of(&sl, p)).collect(),
+            outer: kern::offsets_of_positions(&sl, &pos),
             inner: Inner::Range { start: 0, len: 1 },
         };
         with_dtype!(self.dtype(), T, {
@@ -786,14 +886,17 @@ impl Tensor {
         if index.numel() == 0 {
             return Ok(Tensor::zeros(index.shape(), self.dtype()));
         }
-        let offs = Self::dim_offsets(&l, d, &ishape, &vals)?;
-        let plan = Plan {
-            outer: offs,
-            inner: Inner::Range { start: 0, len: 1 },
-        };
+        let size = l.shape[d];
+        check_bounds(&vals, size, false, |v| {
+            Error::Runtime(oob(v, d, size).to_string())
+        })?;
+        let mut base = l.clone();
+        base.shape = ishape;
+        base.strides[d] = 0;
+        let st = l.strides[d];
         Ok(with_dtype!(self.dtype(), T, {
             let s = self.storage_slice::<T>()?;
-            Tensor::from_vec_unchecked(kern::gather(s, &plan), index.shape())
+            Tensor::from_vec_unchecked(kern::gather_along(s, &base, &vals, st), index.shape())
         }))
     }
 
@@ -992,7 +1095,7 @@ impl Tensor {
         })?;
         let l = self.layout().clone();
         let plan = Plan {
-            outer: pos.iter().map(|&p| kern::offset_of(&l, p)).collect(),
+            outer: kern::offsets_of_positions(&l, &pos),
             inner: Inner::Range { start: 0, len: 1 },
         };
         Ok(with_dtype!(self.dtype(), T, {
@@ -1064,7 +1167,7 @@ impl Tensor {
         })?;
         let l = self.layout().clone();
         let plan = Plan {
-            outer: pos.iter().map(|&p| kern::offset_of(&l, p)).collect(),
+            outer: kern::offsets_of_positions(&l, &pos),
             inner: Inner::Range { start: 0, len: 1 },
         };
         with_dtype!(self.dtype(), T, {

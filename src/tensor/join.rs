@@ -550,3 +550,60 @@ impl Tensor {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: Vec<i64>, shape: &[usize]) -> Tensor {
+        Tensor::from_vec(v, shape).unwrap()
+    }
+
+    #[test]
+    fn cat_promotes_and_skips_empty() {
+        let a = t(vec![1, 2, 3, 4], &[2, 2]);
+        let b = Tensor::from_vec(vec![0.5f32, 1.5], &[2, 1]).unwrap();
+        let e = Tensor::zeros(&[0], DType::I8);
+        let c = cat(&[a.clone(), e, b], 1).unwrap();
+        assert_eq!(c.dtype(), DType::F32);
+        assert_eq!(c.shape(), &[2, 3]);
+        assert_eq!(
+            c.to_vec::<f32>().unwrap(),
+            vec![1.0, 2.0, 0.5, 3.0, 4.0, 1.5]
+        );
+        assert!(cat(&[a.clone(), t(vec![1, 2, 3], &[1, 3])], 0).is_err());
+        let s = stack(&[a.clone(), a.clone()], -1).unwrap();
+        assert_eq!(s.shape(), &[2, 2, 2]);
+        assert_eq!(s.to_vec::<i64>().unwrap(), vec![1, 1, 2, 2, 3, 3, 4, 4]);
+    }
+
+    #[test]
+    fn rearrangements() {
+        let a = t((0..6).collect(), &[2, 3]);
+        assert_eq!(
+            a.flip(&[1]).unwrap().to_vec::<i64>().unwrap(),
+            vec![2, 1, 0, 5, 4, 3]
+        );
+        assert_eq!(
+            a.roll(&[1], &[]).unwrap().to_vec::<i64>().unwrap(),
+            vec![5, 0, 1, 2, 3, 4]
+        );
+        let r = a.repeat(&[1, 2]).unwrap();
+        assert_eq!(r.shape(), &[2, 6]);
+        assert_eq!(r.to_vec::<i64>().unwrap()[..6], [0, 1, 2, 0, 1, 2]);
+        assert_eq!(
+            a.tril(0).unwrap().to_vec::<i64>().unwrap(),
+            vec![0, 0, 0, 3, 4, 0]
+        );
+        assert_eq!(
+            a.triu(1).unwrap().to_vec::<i64>().unwrap(),
+            vec![0, 1, 2, 0, 0, 5]
+        );
+        let d = t(vec![1, 2], &[2]).diag_embed(1, -2, -1).unwrap();
+        assert_eq!(d.to_vec::<i64>().unwrap(), vec![0, 1, 0, 0, 0, 2, 0, 0, 0]);
+        let ri = a
+            .repeat_interleave(&Tensor::scalar(crate::Scalar::Int(2), DType::I64), Some(0))
+            .unwrap();
+        assert_eq!(ri.shape(), &[4, 3]);
+    }
+}

@@ -688,3 +688,36 @@ pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
     let shape = broadcast_shapes_all(&shapes)?;
     tensors.iter().map(|t| t.broadcast_to(&shape)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(n: i64, shape: &[usize]) -> Tensor {
+        Tensor::from_vec((0..n).collect::<Vec<i64>>(), shape).unwrap()
+    }
+
+    #[test]
+    fn view_family() {
+        let x = t(24, &[2, 3, 4]);
+        assert_eq!(x.unflatten(2, &[2, -1]).unwrap().shape(), &[2, 3, 2, 2]);
+        assert_eq!(x.movedim(&[0], &[2]).unwrap().shape(), &[3, 4, 2]);
+        let d = x.diagonal(1, 1, 2).unwrap();
+        assert_eq!(d.shape(), &[2, 3]);
+        assert_eq!(d.to_vec::<i64>().unwrap(), vec![1, 6, 11, 13, 18, 23]);
+        let u = t(5, &[5]).unfold(0, 2, 2).unwrap();
+        assert_eq!(u.to_vec::<i64>().unwrap(), vec![0, 1, 2, 3]);
+        let parts = t(5, &[5]).chunk(2, 0).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[1].to_vec::<i64>().unwrap(), vec![3, 4]);
+        let s = t(7, &[7]).tensor_split_indices(&[5, 2], 0).unwrap();
+        assert_eq!(
+            s.iter().map(|p| p.numel()).collect::<Vec<_>>(),
+            vec![5, 0, 5]
+        );
+        assert!(x.as_strided(&[5, 5], &[5, 1], None).is_err());
+        let b = broadcast_tensors(&[t(3, &[3, 1]), t(2, &[2])]).unwrap();
+        assert_eq!(b[1].shape(), &[3, 2]);
+        assert_eq!(b[1].strides(), &[0, 1]);
+    }
+}
