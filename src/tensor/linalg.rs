@@ -1106,11 +1106,33 @@ fn einsum_impl(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
         let view = if uniq.len() == l.len() {
             t.clone()
         } else {
-            t.with_layout(Layout {
+            let v = t.with_layout(Layout {
                 shape,
                 strides,
                 offset: lay.offset,
-            })
+            });
+            // Record the diagonal view for autograd: re-apply the same dim merge to a
+            // tensor of t's shape (its own strides).
+            let map: Vec<usize> = l
+                .iter()
+                .map(|x| uniq.iter().position(|y| y == x).unwrap_or(0))
+                .collect();
+            let nu = uniq.len();
+            let f: super::view::ViewFn = std::sync::Arc::new(move |z: &Tensor| {
+                let lz = z.layout();
+                let mut sh = Dims::from_elem(0, nu);
+                let mut st = Dims::from_elem(0, nu);
+                for (d, &u) in map.iter().enumerate() {
+                    sh[u] = lz.shape[d];
+                    st[u] += lz.strides[d];
+                }
+                Ok(z.with_layout(Layout {
+                    shape: sh,
+                    strides: st,
+                    offset: lz.offset,
+                }))
+            });
+            super::view::record_partial_view("DiagonalBackward0", t, v, f)
         };
         ops.push((view, uniq));
     }

@@ -156,7 +156,9 @@ impl Tensor {
                 &[self],
                 &[&out],
                 Box::new(move |grads| {
-                    let Some(g) = &grads[0] else { return grads_or_none(1) };
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
                     let n = s[0].min(s[1]);
                     let mut v = vec![0.0f64; s[0] * s[1]];
                     for i in 0..n {
@@ -181,7 +183,9 @@ impl Tensor {
                 &[self],
                 &[&out],
                 Box::new(move |grads| {
-                    let Some(g) = &grads[0] else { return grads_or_none(1) };
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
                     let y = if crate::is_grad_enabled() {
                         saved.get()?.linalg_inv()?
                     } else {
@@ -205,7 +209,9 @@ impl Tensor {
                 &[self],
                 &[&out],
                 Box::new(move |grads| {
-                    let Some(g) = &grads[0] else { return grads_or_none(1) };
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
                     let a = saved.get()?;
                     let d = a.linalg_det()?;
                     let it = a.linalg_inv()?.mt()?;
@@ -226,7 +232,9 @@ impl Tensor {
                 &[self],
                 &[&s, &l],
                 Box::new(move |grads| {
-                    let Some(g) = &grads[1] else { return grads_or_none(1) };
+                    let Some(g) = &grads[1] else {
+                        return grads_or_none(1);
+                    };
                     let it = saved.get()?.linalg_inv()?.mt()?;
                     Ok(vec![Some(mul(&unsq2(g)?, &it)?)])
                 }),
@@ -251,7 +259,9 @@ impl Tensor {
                 &[self, b],
                 &[&out],
                 Box::new(move |grads| {
-                    let Some(g) = &grads[0] else { return grads_or_none(2) };
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(2);
+                    };
                     let a = saved_a.get()?;
                     let x = if crate::is_grad_enabled() {
                         a.linalg_solve(saved_b.get()?, left)?
@@ -304,7 +314,9 @@ impl Tensor {
                 &[self],
                 &[&out],
                 Box::new(move |grads| {
-                    let Some(g) = &grads[0] else { return grads_or_none(1) };
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
                     let l = if crate::is_grad_enabled() {
                         saved.get()?.linalg_cholesky(false)?
                     } else if upper {
@@ -418,7 +430,9 @@ impl Tensor {
                 &[self],
                 &[&out],
                 Box::new(move |grads| {
-                    let Some(g) = &grads[0] else { return grads_or_none(1) };
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
                     let (u, _s, vh) = saved.get()?.linalg_svd(false)?;
                     Ok(vec![Some(u.matmul(&diag_mat(g)?)?.matmul(&vh)?)])
                 }),
@@ -485,11 +499,8 @@ impl Tensor {
                     let sym_v = sub(&vt_gv, &vt_gv.mt()?)?;
                     let sc = s.unsqueeze(-1)?; // S as column
                     let sr = s.unsqueeze(-2)?; // S as row
-                    // gA core = (skew(UtgU) S + S skew(VtgV)) / E, with skew(X) = (X - X^T)/2 * 2
-                    let mut core = div(
-                        &add(&mul(&sym_u, &sr)?, &mul(&sc, &sym_v)?)?,
-                        &e,
-                    )?;
+                                               // gA core = (skew(UtgU) S + S skew(VtgV)) / E, with skew(X) = (X - X^T)/2 * 2
+                    let mut core = div(&add(&mul(&sym_u, &sr)?, &mul(&sc, &sym_v)?)?, &e)?;
                     // zero the diagonal (E's diagonal is 1, numerator's diagonal is 0 already)
                     if let Some(gs) = &gs {
                         core = add(&core, &diag_mat(gs)?)?;
@@ -556,7 +567,9 @@ impl Tensor {
                 &[self, b],
                 &[&r.solution],
                 Box::new(move |grads| {
-                    let Some(g) = &grads[0] else { return grads_or_none(2) };
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(2);
+                    };
                     if m < n {
                         return Err(crate::Error::Runtime(
                             "linalg.lstsq: the derivative is only implemented for inputs with at least as many rows as columns".into(),

@@ -144,7 +144,12 @@ impl Tensor {
 
     /// Sum over `dims` (all when `None`). Integer and bool inputs give int64 unless `dtype`
     /// says otherwise; `dtype` casts the input first, as in PyTorch.
-    pub(crate) fn sum_raw(&self, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    pub(crate) fn sum_raw(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
         let mask = reduce_mask(self.ndim(), dims)?;
         let shape = reduced_shape(self.shape(), &mask, keepdim);
         let out_dt = dtype.unwrap_or(if self.dtype().is_floating_point() {
@@ -409,7 +414,12 @@ impl Tensor {
     }
 
     /// Variance over `dims` with `correction` (1 = unbiased, Bessel's correction).
-    pub(crate) fn var_raw(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn var_raw(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         Ok(from_f64s(
             v.into_iter().map(|m| m.0).collect(),
@@ -419,7 +429,12 @@ impl Tensor {
     }
 
     /// Standard deviation over `dims` with `correction`.
-    pub(crate) fn std_raw(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn std_raw(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         Ok(from_f64s(
             v.into_iter().map(|m| m.0.sqrt()).collect(),

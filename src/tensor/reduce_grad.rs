@@ -122,7 +122,12 @@ fn record_indexed(
 }
 
 /// Zeros of `shape` with `src` added at `index` along `d` (differentiable in `src`).
-pub(crate) fn scatter_zeros(src: &Tensor, d: usize, index: &Tensor, shape: &[usize]) -> Result<Tensor> {
+pub(crate) fn scatter_zeros(
+    src: &Tensor,
+    d: usize,
+    index: &Tensor,
+    shape: &[usize],
+) -> Result<Tensor> {
     let z = Tensor::zeros(shape, src.dtype());
     no_grad(|| z.scatter_add_(d as i64, index, &src.contiguous()))?;
     if needs_grad(&[src]) {
@@ -160,15 +165,12 @@ pub(crate) fn gather_rec(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor>
 }
 
 /// Gradient of max/min-like reductions: split evenly among the elements equal to the result.
-fn evenly(
-    g: &Tensor,
-    x: &Tensor,
-    y: &Tensor,
-    in_shape: &[usize],
-    mask: &[bool],
-) -> Result<Tensor> {
+fn evenly(g: &Tensor, x: &Tensor, y: &Tensor, in_shape: &[usize], mask: &[bool]) -> Result<Tensor> {
     let m = eq_mask(x, &unreduce(y, in_shape, mask)?, x.dtype().compute_dtype())?;
-    let dims: Vec<i64> = (0..mask.len()).filter(|&i| mask[i]).map(|i| i as i64).collect();
+    let dims: Vec<i64> = (0..mask.len())
+        .filter(|&i| mask[i])
+        .map(|i| i as i64)
+        .collect();
     let cnt = no_grad(|| m.sum(Some(&dims), true, None))?;
     let w = no_grad(|| div(&m, &cnt))?;
     mul(&unreduce(g, in_shape, mask)?, &w)
@@ -188,28 +190,48 @@ impl Tensor {
         if needs_grad(&[self]) {
             let mask = reduce_mask(self.ndim(), dims)?;
             let s = self.shape().to_vec();
-            let name = if dims.is_none() { "SumBackward0" } else { "SumBackward1" };
+            let name = if dims.is_none() {
+                "SumBackward0"
+            } else {
+                "SumBackward1"
+            };
             record1(name, self, &out, move |g| unreduce(g, &s, &mask));
         }
         Ok(out)
     }
 
     /// Mean over `dims`; floating-point input (or `dtype`) only, like PyTorch.
-    pub fn mean(&self, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    pub fn mean(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
         let out = no_grad(|| self.mean_raw(dims, keepdim, dtype))?;
         if needs_grad(&[self]) {
             let mask = reduce_mask(self.ndim(), dims)?;
             let s = self.shape().to_vec();
             let n = reduced_count(&s, &mask) as f64;
-            let name = if dims.is_none() { "MeanBackward0" } else { "MeanBackward1" };
-            record1(name, self, &out, move |g| muls(&unreduce(g, &s, &mask)?, 1.0 / n));
+            let name = if dims.is_none() {
+                "MeanBackward0"
+            } else {
+                "MeanBackward1"
+            };
+            record1(name, self, &out, move |g| {
+                muls(&unreduce(g, &s, &mask)?, 1.0 / n)
+            });
         }
         Ok(out)
     }
 
     /// Product over `dims`; integer and bool inputs give int64 unless `dtype` is given.
     /// Gradient: `g * prod / x` (exact when no input is zero).
-    pub fn prod(&self, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    pub fn prod(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
         let out = no_grad(|| self.prod_raw(dims, keepdim, dtype))?;
         if needs_grad(&[self]) && self.dtype().is_floating_point() {
             let mask = reduce_mask(self.ndim(), dims)?;
@@ -273,7 +295,9 @@ impl Tensor {
         let s = self.shape().to_vec();
         let saved = SavedTensor::new(self, name);
         let od = out.detach();
-        record1(name, self, out, move |g| evenly(g, saved.get()?, &od, &s, &mask));
+        record1(name, self, out, move |g| {
+            evenly(g, saved.get()?, &od, &s, &mask)
+        });
         Ok(())
     }
 
@@ -337,7 +361,10 @@ impl Tensor {
             let s = self.shape().to_vec();
             let n = reduced_count(&s, &mask) as f64;
             let saved = SavedTensor::new(self, "VarBackward0");
-            let dims_v: Vec<i64> = (0..mask.len()).filter(|&i| mask[i]).map(|i| i as i64).collect();
+            let dims_v: Vec<i64> = (0..mask.len())
+                .filter(|&i| mask[i])
+                .map(|i| i as i64)
+                .collect();
             record1("VarBackward0", self, &out, move |g| {
                 let x = saved.get()?;
                 let c = sub(x, &x.mean(Some(&dims_v), true, None)?)?;
@@ -357,7 +384,10 @@ impl Tensor {
             let n = reduced_count(&s, &mask) as f64;
             let saved = SavedTensor::new(self, "StdBackward0");
             let od = SavedTensor::new(&out.detach(), "StdBackward0");
-            let dims_v: Vec<i64> = (0..mask.len()).filter(|&i| mask[i]).map(|i| i as i64).collect();
+            let dims_v: Vec<i64> = (0..mask.len())
+                .filter(|&i| mask[i])
+                .map(|i| i as i64)
+                .collect();
             record1("StdBackward0", self, &out, move |g| {
                 let x = saved.get()?;
                 let y = if is_grad_enabled() {
@@ -430,7 +460,10 @@ impl Tensor {
                 }
                 // g * x |x|^(p-2) / y^(p-1)
                 let ax = x.unary(UnaryOp::Abs)?;
-                let num = mul(&sign, &ax.binary_scalar(Scalar::Float(p - 1.0), BinaryOp::Pow, false)?)?;
+                let num = mul(
+                    &sign,
+                    &ax.binary_scalar(Scalar::Float(p - 1.0), BinaryOp::Pow, false)?,
+                )?;
                 let den = add(
                     &yu.binary_scalar(Scalar::Float(p - 1.0), BinaryOp::Pow, false)?,
                     &zero,
@@ -522,7 +555,11 @@ impl Tensor {
         if !needs_grad(&[self]) {
             return;
         }
-        let name = if log { "LogSoftmaxBackward0" } else { "SoftmaxBackward0" };
+        let name = if log {
+            "LogSoftmaxBackward0"
+        } else {
+            "SoftmaxBackward0"
+        };
         let saved = SavedTensor::new(self, name);
         let od = SavedTensor::new(&out.detach(), name);
         let nd = self.ndim();
@@ -551,7 +588,6 @@ impl Tensor {
         });
     }
 }
-
 
 // ---------------------------------------------------------------------- sort family
 

@@ -77,6 +77,11 @@ def test_noncontiguous_and_named_products(rng):
     assert gradcheck(lambda x, y: ft.einsum("ij,j->i", x, y), (rand(rng, 2, 3), v))
 
 
+def test_einsum_repeated_subscripts(rng):
+    assert gradcheck(lambda x: ft.einsum("ii->i", x), (rand(rng, 3, 3),))
+    assert gradcheck(lambda x, y: ft.einsum("bii,bi->b", x, y), (rand(rng, 2, 3, 3), rand(rng, 2, 3)))
+
+
 def test_trace(rng):
     assert gradcheck(lambda t: t.trace(), (rand(rng, 3, 4),))
     assert gradcheck(lambda t: t.t().trace(), (rand(rng, 3, 3),))
