@@ -128,7 +128,14 @@ fn batch_offsets(l: &Layout, batch: &[usize]) -> Result<Vec<usize>> {
 
 /// The shared batched product: `a` is `(*, m, k)`, `b` is `(*, k, n)` (both >= 2-d, the same
 /// dtype, `k` already checked); batch dims broadcast. Returns a contiguous `(*, m, n)` tensor.
+/// `matmul_core_raw` with recording off, then one autograd node (see linalg_grad.rs).
 fn matmul_core(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> Result<Tensor> {
+    let out = crate::no_grad(|| matmul_core_raw(a, b, acc))?;
+    super::linalg_grad::record_matmul(a, b, acc.map(|c| (&c.input, c.beta, c.alpha)), &out);
+    Ok(out)
+}
+
+fn matmul_core_raw(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> Result<Tensor> {
     let dt = a.dtype();
     if dt == DType::BF16 {
         let acc32 = acc.map(|c| Acc {
@@ -136,7 +143,7 @@ fn matmul_core(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> Result<Tensor> {
             beta: c.beta,
             alpha: c.alpha,
         });
-        let r = matmul_core(
+        let r = matmul_core_raw(
             &a.to_dtype(DType::F32),
             &b.to_dtype(DType::F32),
             acc32.as_ref(),
@@ -589,7 +596,7 @@ impl Tensor {
     }
 
     /// Sum of the main diagonal of a 2-d tensor (integer inputs give int64).
-    pub fn trace(&self) -> Result<Tensor> {
+    pub(crate) fn trace_raw(&self) -> Result<Tensor> {
         if self.ndim() != 2 {
             return Err(rt(format!(
                 "trace: expected a matrix, but got tensor with dim {}",
@@ -1099,11 +1106,33 @@ fn einsum_impl(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
         let view = if uniq.len() == l.len() {
             t.clone()
         } else {
-            t.with_layout(Layout {
+            let v = t.with_layout(Layout {
                 shape,
                 strides,
                 offset: lay.offset,
-            })
+            });
+            // Record the diagonal view for autograd: re-apply the same dim merge to a
+            // tensor of t's shape (its own strides).
+            let map: Vec<usize> = l
+                .iter()
+                .map(|x| uniq.iter().position(|y| y == x).unwrap_or(0))
+                .collect();
+            let nu = uniq.len();
+            let f: super::view::ViewFn = std::sync::Arc::new(move |z: &Tensor| {
+                let lz = z.layout();
+                let mut sh = Dims::from_elem(0, nu);
+                let mut st = Dims::from_elem(0, nu);
+                for (d, &u) in map.iter().enumerate() {
+                    sh[u] = lz.shape[d];
+                    st[u] += lz.strides[d];
+                }
+                Ok(z.with_layout(Layout {
+                    shape: sh,
+                    strides: st,
+                    offset: lz.offset,
+                }))
+            });
+            super::view::record_partial_view("DiagonalBackward0", t, v, f)
         };
         ops.push((view, uniq));
     }
@@ -1376,7 +1405,7 @@ pub struct Lstsq {
 
 impl Tensor {
     /// `linalg.inv`.
-    pub fn linalg_inv(&self) -> Result<Tensor> {
+    pub(crate) fn linalg_inv_raw(&self) -> Result<Tensor> {
         let op = "linalg.inv";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1391,7 +1420,7 @@ impl Tensor {
     }
 
     /// `linalg.det` (batched).
-    pub fn linalg_det(&self) -> Result<Tensor> {
+    pub(crate) fn linalg_det_raw(&self) -> Result<Tensor> {
         let op = "linalg.det";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1406,7 +1435,7 @@ impl Tensor {
     }
 
     /// `linalg.slogdet`: `(sign, log|det|)`.
-    pub fn linalg_slogdet(&self) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn linalg_slogdet_raw(&self) -> Result<(Tensor, Tensor)> {
         let op = "linalg.slogdet";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1437,7 +1466,7 @@ impl Tensor {
 
     /// `linalg.solve(A, B, left)`: `A X = B` (or `X A = B` when `!left`); `B` may be a
     /// (batch of) vector(s); batch dims broadcast.
-    pub fn linalg_solve(&self, b: &Tensor, left: bool) -> Result<Tensor> {
+    pub(crate) fn linalg_solve_raw(&self, b: &Tensor, left: bool) -> Result<Tensor> {
         let op = "linalg.solve";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1507,7 +1536,7 @@ impl Tensor {
     }
 
     /// `linalg.cholesky(A, upper)`.
-    pub fn linalg_cholesky(&self, upper: bool) -> Result<Tensor> {
+    pub(crate) fn linalg_cholesky_raw(&self, upper: bool) -> Result<Tensor> {
         let op = "linalg.cholesky";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1522,7 +1551,7 @@ impl Tensor {
     }
 
     /// `linalg.qr(A, mode)` with mode "reduced", "complete" or "r" (Q empty).
-    pub fn linalg_qr(&self, mode: &str) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn linalg_qr_raw(&self, mode: &str) -> Result<(Tensor, Tensor)> {
         let op = "linalg.qr";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1557,7 +1586,7 @@ impl Tensor {
     }
 
     /// `linalg.svd(A, full_matrices)`: `(U, S, Vh)` with `S` descending.
-    pub fn linalg_svd(&self, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    pub(crate) fn linalg_svd_raw(&self, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
         let op = "linalg.svd";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1586,7 +1615,7 @@ impl Tensor {
     }
 
     /// `linalg.svdvals`: singular values, descending.
-    pub fn linalg_svdvals(&self) -> Result<Tensor> {
+    pub(crate) fn linalg_svdvals_raw(&self) -> Result<Tensor> {
         let op = "linalg.svd";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1606,7 +1635,7 @@ impl Tensor {
 
     /// `linalg.eigh(A, UPLO)`: eigenvalues ascending and eigenvectors (as columns); with
     /// `vectors == false` the second tensor is empty.
-    pub fn linalg_eigh(&self, uplo: &str, vectors: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn linalg_eigh_raw(&self, uplo: &str, vectors: bool) -> Result<(Tensor, Tensor)> {
         let op = if vectors {
             "linalg.eigh"
         } else {
@@ -1719,7 +1748,7 @@ impl Tensor {
     /// auxiliary outputs are filled follows PyTorch's per-driver rules (`gelsy` is the CPU
     /// default: rank only; `gelsd`/`gelss` add singular values; residuals for `m > n` and full
     /// rank, except for `gelsy`).
-    pub fn linalg_lstsq(
+    pub(crate) fn linalg_lstsq_raw(
         &self,
         b: &Tensor,
         rcond: Option<f64>,
@@ -1828,7 +1857,7 @@ impl Tensor {
 
     /// `linalg.vector_norm(x, ord, dim, keepdim)` for float tensors (computed in f64, returned
     /// in the input dtype).
-    pub fn linalg_vector_norm(
+    pub(crate) fn linalg_vector_norm_raw(
         &self,
         ord: f64,
         dims: Option<&[i64]>,

@@ -8,7 +8,9 @@ mod index;
 mod inplace;
 pub mod join;
 mod linalg;
+mod linalg_grad;
 mod reduce;
+mod reduce_grad;
 mod sort;
 mod view;
 
