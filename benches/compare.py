@@ -25,24 +25,44 @@ _OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _CHILD_FLAG = "_FERROTORCH_COMPARE_CHILD"
 
 
-def _reexec_without_openblas_overrides():
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
+
+
+def _requested_threads():
+    for i, a in enumerate(sys.argv):
+        if a == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _reexec_with_clean_environment():
+    """Re-run in a subprocess without the OpenBLAS overrides (and with the thread-count
+    variables set when --threads is given): both are read when the libraries load."""
+    if os.environ.get(_CHILD_FLAG) == "1":
+        return
     present = [v for v in _OPENBLAS_VARS if v in os.environ]
-    if not present or os.environ.get(_CHILD_FLAG) == "1":
+    threads = _requested_threads()
+    if not present and threads is None:
         return
     env = {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS}
+    if threads is not None:
+        env.update(dict.fromkeys(_THREAD_VARS, threads))
     env[_CHILD_FLAG] = "1"
-    print(f"(re-running in a subprocess without {', '.join(present)})", flush=True)
+    if present:
+        print(f"(re-running in a subprocess without {', '.join(present)})", flush=True)
     sys.exit(subprocess.call([sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env=env))
 
 
-_reexec_without_openblas_overrides()
+_reexec_with_clean_environment()
 
-import numpy as np  # noqa: E402  (after the re-exec: OpenBLAS reads its env at load time)
-
-import ferrotorch as ft  # noqa: E402
+# Imported after the re-exec check: OpenBLAS reads its environment when NumPy loads it.
+import ferrotorch as ft
+import numpy as np
 
 try:
-    import torch  # noqa: E402
+    import torch
 except ImportError:
     torch = None
 
@@ -73,21 +93,37 @@ def rand(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
+def add2(x, y):
+    return lambda: x + y
+
+
+def fma3(x, y, z):
+    return lambda: x * y + z
+
+
+def matmul2(x, y):
+    return lambda: x @ y
+
+
+def call0(method):
+    return lambda: method()
+
+
 def case_add_small():
     a, b = rand(4), rand(4, 1)
     return {
-        "numpy": lambda: (lambda x, y: lambda: x + y)(a, b),
-        "ferrotorch": lambda: (lambda x, y: lambda: x + y)(ft.from_numpy(a), ft.from_numpy(b)),
-        "torch": lambda: (lambda x, y: lambda: x + y)(torch.from_numpy(a), torch.from_numpy(b)),
+        "numpy": lambda: add2(a, b),
+        "ferrotorch": lambda: add2(ft.from_numpy(a), ft.from_numpy(b)),
+        "torch": lambda: add2(torch.from_numpy(a), torch.from_numpy(b)),
     }
 
 
 def case_to_numpy():
     a = rand((1000, 1000))
     return {
-        "numpy": lambda: (lambda x: lambda: x.view())(a),  # the nearest NumPy analogue
-        "ferrotorch": lambda: (lambda x: lambda: x.numpy())(ft.from_numpy(a.copy())),
-        "torch": lambda: (lambda x: lambda: x.numpy())(torch.from_numpy(a.copy())),
+        "numpy": lambda: call0(a.view),  # the nearest NumPy analogue
+        "ferrotorch": lambda: call0(ft.from_numpy(a.copy()).numpy),
+        "torch": lambda: call0(torch.from_numpy(a.copy()).numpy),
     }
 
 
@@ -106,25 +142,21 @@ def case_matmul(n):
     def ferro():
         x, y = ft.from_numpy(a), ft.from_numpy(b)
         np.testing.assert_allclose((x @ y).numpy(), a @ b, rtol=1e-3, atol=1e-3 * n**0.5)
-        return lambda: x @ y
+        return matmul2(x, y)
 
     return {
-        "numpy": lambda: lambda: a @ b,
+        "numpy": lambda: matmul2(a, b),
         "ferrotorch": ferro,
-        "torch": lambda: (lambda x, y: lambda: x @ y)(torch.from_numpy(a), torch.from_numpy(b)),
+        "torch": lambda: matmul2(torch.from_numpy(a), torch.from_numpy(b)),
     }
 
 
 def case_fma(n):
     a, b, c = rand(n, 1), rand(n, 2), rand(n, 3)
     return {
-        "numpy": lambda: lambda: a * b + c,
-        "ferrotorch": lambda: (lambda x, y, z: lambda: x * y + z)(
-            ft.from_numpy(a), ft.from_numpy(b), ft.from_numpy(c)
-        ),
-        "torch": lambda: (lambda x, y, z: lambda: x * y + z)(
-            torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
-        ),
+        "numpy": lambda: fma3(a, b, c),
+        "ferrotorch": lambda: fma3(ft.from_numpy(a), ft.from_numpy(b), ft.from_numpy(c)),
+        "torch": lambda: fma3(torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)),
     }
 
 
@@ -133,13 +165,12 @@ def case_sum(n):
 
     def ferro():
         x = ft.from_numpy(a)
-        s = need(x, "sum")
-        return lambda: s()
+        return call0(need(x, "sum"))
 
     return {
-        "numpy": lambda: lambda: a.sum(),
+        "numpy": lambda: call0(a.sum),
         "ferrotorch": ferro,
-        "torch": lambda: (lambda x: lambda: x.sum())(torch.from_numpy(a)),
+        "torch": lambda: call0(torch.from_numpy(a).sum),
     }
 
 
@@ -153,10 +184,14 @@ def case_transpose_contiguous(n):
         # Until the view ops are bound in Python, the same permute view through einsum.
         return lambda: ft.einsum("ij->ji", x).contiguous()
 
+    def torch_fn():
+        x = torch.from_numpy(a)
+        return lambda: x.transpose(0, 1).contiguous()
+
     return {
         "numpy": lambda: lambda: np.ascontiguousarray(a.T),
         "ferrotorch": ferro,
-        "torch": lambda: (lambda x: lambda: x.transpose(0, 1).contiguous())(torch.from_numpy(a)),
+        "torch": torch_fn,
     }
 
 
@@ -173,10 +208,14 @@ def case_softmax(rows, cols):
             return lambda: ft.softmax(x, dim=1)
         return lambda: need(x, "softmax")(1)
 
+    def torch_fn():
+        x = torch.from_numpy(a)
+        return lambda: torch.softmax(x, dim=1)
+
     return {
         "numpy": lambda: np_softmax,
         "ferrotorch": ferro,
-        "torch": lambda: (lambda x: lambda: torch.softmax(x, dim=1))(torch.from_numpy(a)),
+        "torch": torch_fn,
     }
 
 
@@ -239,7 +278,7 @@ def print_environment():
                 print(f"numpy BLAS: {info.get('internal_api')} {info.get('version')} "
                       f"arch={info.get('architecture')} threads={info.get('num_threads')} "
                       f"({info.get('filepath')})")
-    for v in _OPENBLAS_VARS:
+    for v in _OPENBLAS_VARS + _THREAD_VARS:
         print(f"  {v}={os.environ.get(v, '(unset)')}")
 
 
@@ -247,7 +286,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5, help="timing rounds per case (best kept)")
     ap.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke test")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for every library (sets OPENBLAS/OMP/RAYON_NUM_THREADS)")
     args = ap.parse_args()
+    if torch is not None and args.threads:
+        torch.set_num_threads(args.threads)
     print_environment()
     libs = ["numpy", "ferrotorch"] + (["torch"] if torch is not None else [])
     rows = []
