@@ -666,6 +666,11 @@ impl Tensor {
             });
         }
         let shape = broadcast_shapes("linalg.cross", self.shape(), other.shape())?;
+        if shape.is_empty() {
+            return Err(rt(format!(
+                "linalg.cross: inputs dimension {dim} must have length 3. Got 0-d tensors"
+            )));
+        }
         let d = normalize_dim(dim, shape.len())?;
         if self.shape()[d] != 3 || other.shape()[d] != 3 {
             return Err(rt(format!(

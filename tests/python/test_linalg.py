@@ -369,6 +369,12 @@ def test_cross():
     check(torch.linalg.cross(T(p), T(q)), np.cross(p, q))
     with pytest.raises(RuntimeError, match="must have length 3"):
         torch.linalg.cross(T(rand(2, 4)), T(rand(2, 4)))
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        torch.linalg.cross(torch.tensor(1.0), torch.tensor(2.0))
+    with pytest.raises(RuntimeError, match="no dimension of size 3"):
+        torch.cross(T(rand(2, 4)), T(rand(2, 4)))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        torch.linalg.cross(T(rand(2, 3)), T(rand(3)))
 
 
 # ------------------------------------------------------------------------------- linalg: solvers
