@@ -673,6 +673,11 @@ impl Tensor {
             });
         }
         let shape = broadcast_shapes("linalg.cross", self.shape(), other.shape())?;
+        if shape.is_empty() {
+            return Err(rt(format!(
+                "linalg.cross: inputs dimension {dim} must have length 3. Got 0-d tensors"
+            )));
+        }
         let d = normalize_dim(dim, shape.len())?;
         if self.shape()[d] != 3 || other.shape()[d] != 3 {
             return Err(rt(format!(
@@ -1404,6 +1409,17 @@ pub struct Lstsq {
 }
 
 impl Tensor {
+    /// Swap the last two dims (`mT`); private so it cannot clash with the view ops' own.
+    fn swap_last2(&self) -> Result<Tensor> {
+        if self.ndim() < 2 {
+            return Err(rt(format!(
+                "tensor.mT is only supported on matrices or batches of matrices. Got {}-D tensor.",
+                self.ndim()
+            )));
+        }
+        self.transpose(-2, -1)
+    }
+
     /// `linalg.inv`.
     pub(crate) fn linalg_inv_raw(&self) -> Result<Tensor> {
         let op = "linalg.inv";
@@ -1480,9 +1496,17 @@ impl Tensor {
         let vector = b.ndim() == 1
             || (b.ndim() + 1 == self.ndim() && b.shape() == &self.shape()[..self.ndim() - 1]);
         if !left && !vector {
-            return Ok(self.mt()?.linalg_solve(&b.mt()?, true)?.mt()?.contiguous());
+            return Ok(self
+                .swap_last2()?
+                .linalg_solve(&b.swap_last2()?, true)?
+                .swap_last2()?
+                .contiguous());
         }
-        let a = if left { self.clone() } else { self.mt()? };
+        let a = if left {
+            self.clone()
+        } else {
+            self.swap_last2()?
+        };
         let bm = if vector { b.unsqueeze(-1)? } else { b.clone() };
         if bm.ndim() < 2 || bm.shape()[bm.ndim() - 2] != n {
             return Err(rt(format!(
@@ -2119,5 +2143,61 @@ fn norm_rows<T: Copy + Send + Sync>(
         s.par_chunks(inner).map(|r| finish(acc(r))).collect()
     } else {
         s.chunks(inner).map(|r| finish(acc(r))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: Vec<f64>, shape: &[usize]) -> Tensor {
+        Tensor::from_vec(v, shape).expect("valid shape")
+    }
+
+    #[test]
+    fn batched_matmul_broadcasts_and_folds() {
+        // (2, 2, 3) @ (3, 1): folded into one (4, 3) @ (3, 1) product.
+        let a = t((0..12).map(f64::from).collect(), &[2, 2, 3]);
+        let b = t(vec![1.0, 0.0, -1.0], &[3, 1]);
+        let r = a.matmul(&b).unwrap();
+        assert_eq!(r.shape(), &[2, 2, 1]);
+        assert_eq!(r.to_vec::<f64>().unwrap(), vec![-2.0; 4]);
+        // Transposed lhs (non-foldable view) gives the same numbers as its contiguous copy.
+        let at = a.transpose(0, 1).unwrap();
+        let r1 = at.matmul(&b).unwrap().to_vec::<f64>().unwrap();
+        let r2 = at.contiguous().matmul(&b).unwrap().to_vec::<f64>().unwrap();
+        assert_eq!(r1, r2);
+    }
+
+    #[test]
+    fn einsum_trace_outer_and_errors() {
+        let m = t(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
+        let tr = Tensor::einsum("ii", std::slice::from_ref(&m)).unwrap();
+        assert_eq!(tr.item().unwrap().to_f64(), 5.0);
+        let v = t(vec![1.0, 2.0], &[2]);
+        let o = Tensor::einsum("i,j->ij", &[v.clone(), v.clone()]).unwrap();
+        assert_eq!(o.to_vec::<f64>().unwrap(), vec![1.0, 2.0, 2.0, 4.0]);
+        assert!(Tensor::einsum("ij,jk", std::slice::from_ref(&m)).is_err());
+        assert!(m.matmul(&t(vec![1.0; 3], &[3])).is_err());
+    }
+
+    #[test]
+    fn decompositions_roundtrip() {
+        let a = t(vec![4.0, 1.0, 1.0, 3.0], &[2, 2]);
+        let inv = a.linalg_inv().unwrap();
+        let eye = a.matmul(&inv).unwrap().to_vec::<f64>().unwrap();
+        for (x, y) in eye.iter().zip([1.0, 0.0, 0.0, 1.0]) {
+            assert!((x - y).abs() < 1e-12);
+        }
+        let l = a.linalg_cholesky(false).unwrap();
+        let llt = l
+            .matmul(&l.swap_last2().unwrap())
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        for (x, y) in llt.iter().zip([4.0, 1.0, 1.0, 3.0]) {
+            assert!((x - y).abs() < 1e-12);
+        }
+        assert!((a.linalg_det().unwrap().item().unwrap().to_f64() - 11.0).abs() < 1e-12);
     }
 }

@@ -63,6 +63,32 @@ def test_matmul_shapes_dtypes(sa, sb, dtype):
     check(T(a).matmul(T(b)), want)
 
 
+def _random_view(shape, dtype):
+    """An array of `shape` that is, at random, contiguous, transposed in its last two dims,
+    or a stepped slice of a larger array."""
+    kind = rng.integers(3)
+    if kind == 1 and len(shape) >= 2:
+        return np.swapaxes(rand(*shape[:-2], shape[-1], shape[-2], dtype=dtype), -1, -2)
+    if kind == 2 and len(shape) >= 1:
+        return rand(*shape[:-1], 2 * shape[-1], dtype=dtype)[..., ::2]
+    return rand(*shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_matmul_random_shapes_and_strides(seed):
+    r = np.random.default_rng(seed)
+    m, k, n = (int(x) for x in r.integers(0, 7, size=3))
+    nb = int(r.integers(0, 3))
+    batch = [int(x) for x in r.integers(1, 4, size=nb)]
+    ba = [b if r.random() < 0.7 else 1 for b in batch][int(r.integers(0, nb + 1)):]
+    bb = [b if r.random() < 0.7 else 1 for b in batch][int(r.integers(0, nb + 1)):]
+    sa = ba + [m, k] if r.random() < 0.85 else [k]
+    sb = bb + [k, n] if r.random() < 0.85 else [k]
+    dtype = [np.float32, np.float64, np.int64][seed % 3]
+    a, b = _random_view(tuple(sa), dtype), _random_view(tuple(sb), dtype)
+    check(T(a) @ T(b), np.matmul(a, b))
+
+
 def test_matmul_k_zero_gives_zeros():
     r = T(np.ones((3, 0))) @ T(np.ones((0, 4)))
     np.testing.assert_array_equal(r.numpy(), np.zeros((3, 4)))
@@ -343,6 +369,12 @@ def test_cross():
     check(torch.linalg.cross(T(p), T(q)), np.cross(p, q))
     with pytest.raises(RuntimeError, match="must have length 3"):
         torch.linalg.cross(T(rand(2, 4)), T(rand(2, 4)))
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        torch.linalg.cross(torch.tensor(1.0), torch.tensor(2.0))
+    with pytest.raises(RuntimeError, match="no dimension of size 3"):
+        torch.cross(T(rand(2, 4)), T(rand(2, 4)))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        torch.linalg.cross(T(rand(2, 3)), T(rand(3)))
 
 
 # ------------------------------------------------------------------------------- linalg: solvers
