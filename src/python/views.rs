@@ -615,12 +615,7 @@ impl PyTensor {
         let t = &self.inner;
         let idx = parse_index_tensors(indices)?;
         let v = setitem_value(values, t.dtype())?;
-        Ok(run(py, t.numel(), || {
-            let out = t.clone_data();
-            out.index_put_(&idx, &v, accumulate)?;
-            Ok(out)
-        })?
-        .into())
+        Ok(run(py, t.numel(), || t.index_put(&idx, &v, accumulate))?.into())
     }
 
     // ------------------------------------------------------------ gather / scatter family
@@ -693,12 +688,7 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let t = &self.inner;
         let (i, s) = (to_tensor(index)?, to_tensor(src)?);
-        Ok(run(py, t.numel(), || {
-            let out = t.clone_data();
-            out.scatter_add_(dim, &i, &s)?;
-            Ok(out)
-        })?
-        .into())
+        Ok(run(py, t.numel(), || t.scatter_add(dim, &i, &s))?.into())
     }
     #[pyo3(signature = (dim, index, src, reduce, *, include_self=true))]
     fn scatter_reduce(
@@ -760,12 +750,7 @@ impl PyTensor {
         let t = &self.inner;
         let (i, s) = (to_tensor(index)?, to_tensor(source)?);
         let a = alpha_arg(alpha)?;
-        Ok(run(py, t.numel(), || {
-            let out = t.clone_data();
-            out.index_add_(dim, &i, &s, a)?;
-            Ok(out)
-        })?
-        .into())
+        Ok(run(py, t.numel(), || t.index_add(dim, &i, &s, a))?.into())
     }
     fn index_copy_<'py>(
         slf: Bound<'py, Self>,
@@ -787,12 +772,7 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let t = &self.inner;
         let (i, s) = (to_tensor(index)?, to_tensor(source)?);
-        Ok(run(py, t.numel(), || {
-            let out = t.clone_data();
-            out.index_copy_(dim, &i, &s)?;
-            Ok(out)
-        })?
-        .into())
+        Ok(run(py, t.numel(), || t.index_copy(dim, &i, &s))?.into())
     }
     fn index_fill_<'py>(
         slf: Bound<'py, Self>,
@@ -816,12 +796,7 @@ impl PyTensor {
         let t = &self.inner;
         let i = to_tensor(index)?;
         let v = fill_value(value, "index_fill")?;
-        Ok(run(py, t.numel(), || {
-            let out = t.clone_data();
-            out.index_fill_(dim, &i, v)?;
-            Ok(out)
-        })?
-        .into())
+        Ok(run(py, t.numel(), || t.index_fill(dim, &i, v))?.into())
     }
     fn masked_fill_<'py>(
         slf: Bound<'py, Self>,
@@ -934,12 +909,7 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let t = &self.inner;
         let (i, s) = (to_tensor(index)?, to_tensor(source)?);
-        Ok(run(py, t.numel(), || {
-            let out = t.clone_data();
-            out.put_(&i, &s, accumulate)?;
-            Ok(out)
-        })?
-        .into())
+        Ok(run(py, t.numel(), || t.put(&i, &s, accumulate))?.into())
     }
 
     // ------------------------------------------------------------ rearranging
@@ -1108,13 +1078,10 @@ fn scatter_impl(
         None => TensorOrScalar::Tensor(to_tensor(arg)?),
     };
     run(py, t.numel(), || {
-        let out = if in_place && reduce.is_none() {
-            t.clone()
-        } else {
-            t.clone_data()
-        };
+        let out = t.clone();
         match reduce {
-            None => out.scatter_(dim, &i, &s)?,
+            None if in_place => out.scatter_(dim, &i, &s)?,
+            None => return t.scatter(dim, &i, &s),
             Some(r) => {
                 let src_t = match &s {
                     TensorOrScalar::Tensor(x) => x.clone(),

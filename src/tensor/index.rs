@@ -435,7 +435,7 @@ impl Tensor {
     }
 
     /// `self[idx]`: a view for basic indices, a copy when any advanced index is present.
-    pub fn index(&self, idx: &[TensorIndex]) -> Result<Tensor> {
+    pub(crate) fn index_raw(&self, idx: &[TensorIndex]) -> Result<Tensor> {
         let p = self.prepare_index(idx)?;
         if p.adv.is_empty() {
             return Ok(p.view);
@@ -448,7 +448,12 @@ impl Tensor {
     }
 
     /// `self[idx] = value` (`accumulate`: `+=`, summing repeated indices).
-    pub fn index_put_(&self, idx: &[TensorIndex], value: &Tensor, accumulate: bool) -> Result<()> {
+    pub(crate) fn index_put_raw(
+        &self,
+        idx: &[TensorIndex],
+        value: &Tensor,
+        accumulate: bool,
+    ) -> Result<()> {
         // `t[mask] = scalar` with a full-shape mask is a masked fill.
         if let [TensorIndex::Tensor(m)] = idx {
             if !accumulate
@@ -457,7 +462,7 @@ impl Tensor {
                 && value.numel() == 1
                 && self.ndim() > 0
             {
-                return self.masked_fill_(m, value.item()?);
+                return self.masked_fill_raw_(m, value.item()?);
             }
         }
         let p = self.prepare_index(idx)?;
@@ -484,7 +489,7 @@ impl Tensor {
             ))
         })?;
         if basic && !accumulate {
-            return p.view.copy_(&v);
+            return p.view.copy_raw(&v);
         }
         let plan = match planned {
             Some((plan, _)) => plan,
@@ -557,7 +562,7 @@ impl Tensor {
     }
 
     /// In place: `self[mask] = value` with `mask` broadcast to `self`'s shape.
-    pub fn masked_fill_(&self, mask: &Tensor, value: Scalar) -> Result<()> {
+    pub(crate) fn masked_fill_raw_(&self, mask: &Tensor, value: Scalar) -> Result<()> {
         Self::check_bool_mask(mask, "masked_fill_")?;
         let ml = mask
             .layout()
@@ -585,16 +590,16 @@ impl Tensor {
     }
 
     /// `masked_fill`: broadcasts `self` and `mask` together.
-    pub fn masked_fill(&self, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    pub(crate) fn masked_fill_raw(&self, mask: &Tensor, value: Scalar) -> Result<Tensor> {
         Self::check_bool_mask(mask, "masked_fill")?;
         let shape = broadcast_shapes("masked_fill", self.shape(), mask.shape())?;
         let out = self.broadcast_to(&shape)?.clone_data();
-        out.masked_fill_(mask, value)?;
+        out.masked_fill_raw_(mask, value)?;
         Ok(out)
     }
 
     /// 1-d tensor of the elements where `mask` (broadcast with `self`) is true.
-    pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
+    pub(crate) fn masked_select_raw(&self, mask: &Tensor) -> Result<Tensor> {
         if mask.dtype() != DType::Bool {
             return Err(Error::Runtime(format!(
                 "masked_select: expected BoolTensor for mask, got {}",
@@ -621,7 +626,7 @@ impl Tensor {
 
     /// In place: the `true` positions of `mask` (broadcast to `self`) take consecutive
     /// elements of `source`.
-    pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<()> {
+    pub(crate) fn masked_scatter_raw_(&self, mask: &Tensor, source: &Tensor) -> Result<()> {
         Self::check_bool_mask(mask, "masked_scatter_")?;
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
@@ -660,10 +665,10 @@ impl Tensor {
         Ok(())
     }
 
-    pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    pub(crate) fn masked_scatter_raw(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         let shape = broadcast_shapes("masked_scatter", self.shape(), mask.shape())?;
         let out = self.broadcast_to(&shape)?.clone_data();
-        out.masked_scatter_(mask, source)?;
+        out.masked_scatter_raw_(mask, source)?;
         Ok(out)
     }
 
@@ -698,7 +703,7 @@ impl Tensor {
     }
 
     /// Elements at `index` along `dim` (a copy).
-    pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+    pub(crate) fn index_select_raw(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         let d = normalize_dim(dim, self.ndim())?;
         let vals = Self::dim_index(index, "index_select")?;
         let l = self.layout_1d();
@@ -761,7 +766,7 @@ impl Tensor {
     }
 
     /// In place: `self.select(dim, index[i]) += alpha * source.select(dim, i)`.
-    pub fn index_add_(
+    pub(crate) fn index_add_raw_(
         &self,
         dim: i64,
         index: &Tensor,
@@ -792,7 +797,7 @@ impl Tensor {
     }
 
     /// In place: `self.select(dim, index[i]) = source.select(dim, i)`.
-    pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<()> {
+    pub(crate) fn index_copy_raw_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<()> {
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
                 "index_copy_(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
@@ -811,7 +816,7 @@ impl Tensor {
     }
 
     /// In place: `self.select(dim, i) = value` for every `i` in `index` (negatives wrap).
-    pub fn index_fill_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<()> {
+    pub(crate) fn index_fill_raw_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<()> {
         let d = normalize_dim(dim, self.ndim())?;
         let vals = Self::dim_index(index, "index_fill_")?;
         let l = self.layout_1d();
@@ -880,7 +885,7 @@ impl Tensor {
     }
 
     /// `out[i][j][k] = self[index[i][j][k]][j][k]` (for dim 0), out shaped like `index`.
-    pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+    pub(crate) fn gather_raw(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         let vals = index_values(index, "gather")?;
         let (d, l, ishape) = self.gather_checks(dim, index, "gather")?;
         if index.numel() == 0 {
@@ -941,7 +946,12 @@ impl Tensor {
     }
 
     /// In place: `self[index[i][j]][j] = src[i][j]` (for dim 0).
-    pub fn scatter_(&self, dim: i64, index: &Tensor, src: &TensorOrScalar) -> Result<()> {
+    pub(crate) fn scatter_raw_(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &TensorOrScalar,
+    ) -> Result<()> {
         let src_t = match src {
             TensorOrScalar::Tensor(t) => {
                 if t.dtype() != self.dtype() {
@@ -968,7 +978,7 @@ impl Tensor {
     }
 
     /// In place: `self[index[i][j]][j] += src[i][j]` (for dim 0).
-    pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<()> {
+    pub(crate) fn scatter_add_raw_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<()> {
         if src.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
                 "scatter_add(): Expected self.dtype to be equal to src.dtype (got {} and {})",
@@ -1049,7 +1059,11 @@ impl Tensor {
     // ------------------------------------------------------------------ where / take / put
 
     /// `where(cond, x, y)`: elements of `x` where `cond`, else of `y` (broadcast, promoted).
-    pub fn where_cond(cond: &Tensor, x: &TensorOrScalar, y: &TensorOrScalar) -> Result<Tensor> {
+    pub(crate) fn where_raw(
+        cond: &Tensor,
+        x: &TensorOrScalar,
+        y: &TensorOrScalar,
+    ) -> Result<Tensor> {
         if cond.dtype() != DType::Bool {
             return Err(Error::Runtime(format!(
                 "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
@@ -1085,7 +1099,7 @@ impl Tensor {
     }
 
     /// Elements at flat (row-major) positions `index` (negatives wrap); shaped like `index`.
-    pub fn take(&self, index: &Tensor) -> Result<Tensor> {
+    pub(crate) fn take_raw(&self, index: &Tensor) -> Result<Tensor> {
         let vals = index_values(index, "take")?;
         let n = self.numel();
         let pos = positions(&vals, n, true, |v| {
@@ -1143,7 +1157,7 @@ impl Tensor {
     }
 
     /// In place: `self.flatten()[index[i]] = source[i]` (or `+=` with `accumulate`).
-    pub fn put_(&self, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<()> {
+    pub(crate) fn put_raw_(&self, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<()> {
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
                 "put_(): self and source expected to have the same dtype, but got self.dtype = {} and source.dtype = {}",

@@ -11,6 +11,61 @@ use rayon::prelude::*;
 
 /// `cat`: join along an existing dim, promoting dtypes; 1-d empty tensors are skipped.
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let out = crate::no_grad(|| cat_raw(tensors, dim))?;
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    if !(crate::autograd::needs_grad(&refs) && out.dtype().is_floating_point()) {
+        return Ok(out);
+    }
+    // Where each input landed along the cat dim (None: skipped 1-d empty input).
+    let mut pieces: Vec<Option<(i64, i64)>> = Vec::with_capacity(tensors.len());
+    let mut start = 0i64;
+    let d = normalize_dim(dim, out.ndim()).unwrap_or(0) as i64;
+    for t in tensors {
+        if t.ndim() == 1 && t.numel() == 0 {
+            pieces.push(None);
+            continue;
+        }
+        let len = t.shape()[d as usize] as i64;
+        pieces.push(Some((start, len)));
+        start += len;
+    }
+    let meta: Vec<(bool, DType)> = tensors
+        .iter()
+        .map(|t| {
+            (
+                t.requires_grad() && t.dtype().is_floating_point(),
+                t.dtype(),
+            )
+        })
+        .collect();
+    crate::autograd::record(
+        "CatBackward0",
+        &refs,
+        &[&out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None; meta.len()]);
+            };
+            pieces
+                .iter()
+                .zip(&meta)
+                .map(|(p, &(need, dt))| {
+                    if !need {
+                        return Ok(None);
+                    }
+                    let r = match p {
+                        Some((s, l)) => g.narrow(d, *s, *l)?,
+                        None => Tensor::zeros(&[0], g.dtype()),
+                    };
+                    Ok(Some(if r.dtype() != dt { r.cast(dt)? } else { r }))
+                })
+                .collect()
+        }),
+    );
+    Ok(out)
+}
+
+fn cat_raw(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if tensors.is_empty() {
         return Err(Error::Runtime(
             "torch.cat(): expected a non-empty list of Tensors".into(),
@@ -247,20 +302,18 @@ pub fn meshgrid(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
     for (i, t) in tensors.iter().enumerate() {
         shape[pos(i)] = t.numel();
     }
-    Ok(tensors
+    let full: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+    tensors
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let l = t.layout();
-            let mut strides: Dims = smallvec::smallvec![0; n];
-            strides[pos(i)] = if t.ndim() == 1 { l.strides[0] } else { 0 };
-            t.with_layout(Layout {
-                shape: shape.clone(),
-                strides,
-                offset: l.offset,
-            })
+            // A reshape to size 1 everywhere but its own dim, then an expand: both views,
+            // both recorded for autograd.
+            let mut one = vec![1i64; n];
+            one[pos(i)] = t.numel() as i64;
+            t.reshape(&one)?.expand(&full)
         })
-        .collect())
+        .collect()
 }
 
 /// `repeat_interleave(repeats)` with only a tensor: each index `i` repeated `repeats[i]` times.
@@ -317,7 +370,7 @@ impl Tensor {
     }
 
     /// Reverse the order of elements along `dims`.
-    pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
+    pub(crate) fn flip_raw(&self, dims: &[i64]) -> Result<Tensor> {
         let n = self.ndim();
         let mut maps = vec![DimMap::Id; n];
         for &d in dims {
@@ -352,7 +405,7 @@ impl Tensor {
     }
 
     /// Rotate elements along `dims` by `shifts` (flattened when `dims` is empty).
-    pub fn roll(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    pub(crate) fn roll_raw(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         if dims.is_empty() {
             if shifts.len() != 1 {
                 return Err(Error::Runtime(format!(
@@ -362,7 +415,7 @@ impl Tensor {
             }
             let flat = self.reshape(&[-1])?;
             let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
-            return flat.roll(shifts, &[0])?.view(&shape);
+            return flat.roll_raw(shifts, &[0])?.view(&shape);
         }
         if shifts.len() != dims.len() {
             return Err(Error::Runtime(format!(
@@ -398,7 +451,7 @@ impl Tensor {
     }
 
     /// `repeat(*sizes)`: tile the tensor `sizes[k]` times along each dim.
-    pub fn repeat(&self, sizes: &[i64]) -> Result<Tensor> {
+    pub(crate) fn repeat_raw(&self, sizes: &[i64]) -> Result<Tensor> {
         let n = self.ndim();
         if sizes.len() < n {
             return Err(Error::Runtime(
@@ -442,7 +495,11 @@ impl Tensor {
     }
 
     /// Repeat each element `repeats` times along `dim` (flattened when `dim` is None).
-    pub fn repeat_interleave(&self, repeats: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    pub(crate) fn repeat_interleave_raw(
+        &self,
+        repeats: &Tensor,
+        dim: Option<i64>,
+    ) -> Result<Tensor> {
         let (src, d) = match dim {
             None => (self.reshape(&[-1])?, 0usize),
             Some(d) => {
@@ -483,12 +540,24 @@ impl Tensor {
 
     /// Lower triangle of the last two dims (elements with `j - i <= diagonal`).
     pub fn tril(&self, diagonal: i64) -> Result<Tensor> {
-        self.band(diagonal, true, "tril")
+        let out = self.band(diagonal, true, "tril")?;
+        Ok(crate::autograd::record_unary_output(
+            "TrilBackward0",
+            &[self],
+            out,
+            move |g| Ok(vec![Some(g.tril(diagonal)?)]),
+        ))
     }
 
     /// Upper triangle of the last two dims (elements with `j - i >= diagonal`).
     pub fn triu(&self, diagonal: i64) -> Result<Tensor> {
-        self.band(diagonal, false, "triu")
+        let out = self.band(diagonal, false, "triu")?;
+        Ok(crate::autograd::record_unary_output(
+            "TriuBackward0",
+            &[self],
+            out,
+            move |g| Ok(vec![Some(g.triu(diagonal)?)]),
+        ))
     }
 
     pub fn tril_(&self, diagonal: i64) -> Result<()> {
@@ -503,7 +572,7 @@ impl Tensor {
 
     /// `diag`: a 1-d tensor becomes a matrix with it on diagonal `k`; a matrix gives a copy of
     /// its diagonal `k`.
-    pub fn diag(&self, k: i64) -> Result<Tensor> {
+    pub(crate) fn diag_raw(&self, k: i64) -> Result<Tensor> {
         match self.ndim() {
             1 => {
                 let n = self.numel() + k.unsigned_abs() as usize;
@@ -520,7 +589,7 @@ impl Tensor {
 
     /// `diag_embed`: the last dim becomes the diagonal `offset` of planes (`dim1`, `dim2`) of
     /// a new tensor with one more dim.
-    pub fn diag_embed(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    pub(crate) fn diag_embed_raw(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
         let n = self.ndim() + 1;
         let (a, b) = (normalize_dim(dim1, n)?, normalize_dim(dim2, n)?);
         if a == b {
@@ -548,6 +617,76 @@ impl Tensor {
         let out = Tensor::zeros(&shape, self.dtype());
         out.diagonal(offset, a as i64, b as i64)?.copy_(self)?;
         Ok(out)
+    }
+}
+
+// ---------------------------------------------------------------------- autograd wrappers
+
+impl Tensor {
+    /// Reverse the order of elements along `dims`.
+    pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
+        let out = crate::no_grad(|| self.flip_raw(dims))?;
+        super::index_grad::record_gather("FlipBackward0", self, out, |a| a.flip_raw(dims))
+    }
+
+    /// Rotate elements along `dims` by `shifts` (flattened when `dims` is empty).
+    pub fn roll(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+        let out = crate::no_grad(|| self.roll_raw(shifts, dims))?;
+        super::index_grad::record_gather("RollBackward0", self, out, |a| a.roll_raw(shifts, dims))
+    }
+
+    /// `repeat(*sizes)`: tile the tensor `sizes[k]` times along each dim.
+    pub fn repeat(&self, sizes: &[i64]) -> Result<Tensor> {
+        let out = crate::no_grad(|| self.repeat_raw(sizes))?;
+        super::index_grad::record_gather("RepeatBackward0", self, out, |a| a.repeat_raw(sizes))
+    }
+
+    /// Repeat each element `repeats` times along `dim` (flattened when `dim` is None).
+    pub fn repeat_interleave(&self, repeats: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+        let out = crate::no_grad(|| self.repeat_interleave_raw(repeats, dim))?;
+        super::index_grad::record_gather("RepeatInterleaveBackward0", self, out, |a| {
+            a.repeat_interleave_raw(repeats, dim)
+        })
+    }
+
+    /// `diag`: a 1-d tensor becomes a matrix with it on diagonal `k`; a matrix gives a copy of
+    /// its diagonal `k`.
+    pub fn diag(&self, k: i64) -> Result<Tensor> {
+        let out = crate::no_grad(|| self.diag_raw(k))?;
+        let one_d = self.ndim() == 1;
+        let in_shape = self.shape().to_vec();
+        Ok(crate::autograd::record_unary_output(
+            "DiagBackward0",
+            &[self],
+            out,
+            move |g| {
+                Ok(vec![Some(if one_d {
+                    g.diagonal(k, 0, 1)?.contiguous_recorded()
+                } else {
+                    let f: super::view::ViewFn =
+                        std::sync::Arc::new(move |t: &Tensor| t.diagonal(k, 0, 1));
+                    super::view::embed_into_zeros(g, &in_shape, f)?
+                })])
+            },
+        ))
+    }
+
+    /// `diag_embed`: the last dim becomes the diagonal `offset` of planes (`dim1`, `dim2`) of
+    /// a new tensor with one more dim.
+    pub fn diag_embed(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        let out = crate::no_grad(|| self.diag_embed_raw(offset, dim1, dim2))?;
+        let n = self.ndim() + 1;
+        let (a, b) = (
+            normalize_dim(dim1, n)? as i64,
+            normalize_dim(dim2, n)? as i64,
+        );
+        let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        Ok(crate::autograd::record_unary_output(
+            "DiagEmbedBackward0",
+            &[self],
+            out,
+            move |g| Ok(vec![Some(g.diagonal(offset, a, b)?.reshape(&shape)?)]),
+        ))
     }
 }
 

@@ -5,6 +5,7 @@ pub mod creation;
 mod elementwise;
 mod elementwise_grad;
 mod index;
+mod index_grad;
 mod inplace;
 pub mod join;
 mod linalg;

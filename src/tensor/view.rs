@@ -279,10 +279,13 @@ impl Tensor {
         };
         let s = start.map(clamp).unwrap_or(0);
         let e = stop.map(clamp).unwrap_or(size);
-        Ok(self.with_layout(
-            self.layout()
-                .slice(d, s as usize, e.max(s) as usize, step as usize),
-        ))
+        let out =
+            self.with_layout(
+                self.layout()
+                    .slice(d, s as usize, e.max(s) as usize, step as usize),
+            );
+        let f: ViewFn = Arc::new(move |t: &Tensor| t.slice(d as i64, Some(s), Some(e), step));
+        Ok(record_partial_view("SliceBackward0", self, out, f))
     }
 
     /// Pick `index` along `dim`, removing that dim.
@@ -335,7 +338,8 @@ impl Tensor {
     pub fn reverse_dims(&self) -> Tensor {
         let l = self.layout();
         let dims: Dims = (0..self.ndim()).rev().collect();
-        self.with_layout(l.permute(&dims))
+        let out = self.with_layout(l.permute(&dims));
+        record_view("PermuteBackward0", self, out, |g| Ok(g.reverse_dims()))
     }
 
     /// `mT`: swap the last two dims of a (batch of) matrix.
@@ -404,7 +408,14 @@ impl Tensor {
             .into_iter()
             .map(|o| o.or_else(|| rest.next()).unwrap_or(0))
             .collect();
-        Ok(self.with_layout(self.layout().permute(&perm)))
+        let out = self.with_layout(self.layout().permute(&perm));
+        let mut inverse = vec![0i64; n];
+        for (i, &k) in perm.iter().enumerate() {
+            inverse[k] = i as i64;
+        }
+        Ok(record_view("PermuteBackward0", self, out, move |g| {
+            g.permute(&inverse)
+        }))
     }
 
     /// The diagonal `offset` of the planes spanned by `dim1` and `dim2`, as a new last dim.
@@ -447,11 +458,13 @@ impl Tensor {
         }
         shape.push(len as usize);
         strides.push(l.strides[a] + l.strides[b]);
-        Ok(self.with_layout(Layout {
+        let out = self.with_layout(Layout {
             shape,
             strides,
             offset: off,
-        }))
+        });
+        let f: ViewFn = Arc::new(move |t: &Tensor| t.diagonal(offset, a as i64, b as i64));
+        Ok(record_partial_view("DiagonalBackward0", self, out, f))
     }
 
     /// A view with explicit sizes, strides and storage offset (default: this tensor's).
@@ -494,7 +507,21 @@ impl Tensor {
                 have * isz
             )));
         }
-        Ok(self.with_layout(layout))
+        let out = self.with_layout(layout);
+        if !(needs_grad(&[self]) && out.dtype().is_floating_point()) {
+            return Ok(out);
+        }
+        let base = self.storage_offset() as i64;
+        if !self.is_contiguous() || off < base {
+            return Err(Error::Runtime(
+                "as_strided: gradients are only supported for a contiguous input and a view inside it"
+                    .into(),
+            ));
+        }
+        let (size, stride) = (size.to_vec(), stride.to_vec());
+        super::index_grad::record_gather("AsStridedBackward0", self, out, move |a| {
+            a.as_strided(&size, &stride, Some(off - base))
+        })
     }
 
     /// Sliding windows of `size` every `step` along `dim`, as a new last dim.
@@ -527,7 +554,10 @@ impl Tensor {
         out.strides[d] = l.strides[d] * step as usize;
         out.shape.push(size as usize);
         out.strides.push(l.strides[d]);
-        Ok(self.with_layout(out))
+        let out = self.with_layout(out);
+        super::index_grad::record_gather("UnfoldBackward0", self, out, |a| {
+            a.unfold(dim, size, step)
+        })
     }
 
     /// All slices along `dim` (the dim removed).
@@ -538,9 +568,9 @@ impl Tensor {
             ));
         }
         let d = self.dim(dim)?;
-        Ok((0..self.shape()[d])
-            .map(|i| self.with_layout(self.layout().select(d, i)))
-            .collect())
+        (0..self.shape()[d])
+            .map(|i| self.select(d as i64, i as i64))
+            .collect()
     }
 
     /// Pieces of `split_size` along `dim` (the last may be smaller).
@@ -567,14 +597,13 @@ impl Tensor {
         } else {
             ((size + split_size - 1) / split_size).max(1)
         };
-        let l = self.layout();
-        Ok((0..num)
+        (0..num)
             .map(|i| {
                 let start = i * split_size;
                 let len = split_size.min(size - start);
-                self.with_layout(l.narrow(d, start as usize, len as usize))
+                self.narrow(d as i64, start, len)
             })
-            .collect())
+            .collect()
     }
 
     /// Pieces with the given sizes along `dim` (they must add up to its size).
@@ -591,16 +620,15 @@ impl Tensor {
                 "split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), but got split_sizes={sizes:?}"
             )));
         }
-        let l = self.layout();
-        let mut start = 0usize;
-        Ok(sizes
+        let mut start = 0i64;
+        sizes
             .iter()
             .map(|&s| {
-                let t = self.with_layout(l.narrow(d, start, s as usize));
-                start += s as usize;
+                let t = self.narrow(d as i64, start, s);
+                start += s;
                 t
             })
-            .collect())
+            .collect()
     }
 
     /// `chunks` nearly equal pieces along `dim` (fewer when the size doesn't allow).
@@ -653,7 +681,6 @@ impl Tensor {
         }
         let d = self.dim(dim)?;
         let size = self.shape()[d] as i64;
-        let l = self.layout();
         let mut out = Vec::with_capacity(indices.len() + 1);
         let mut start = 0i64;
         for &i in indices.iter().chain(std::iter::once(&size)) {
@@ -664,7 +691,7 @@ impl Tensor {
             };
             let s = start.min(size);
             let len = (i - s).max(0);
-            out.push(self.with_layout(l.narrow(d, s as usize, len as usize)));
+            out.push(self.narrow(d as i64, s, len)?);
             start = i;
         }
         Ok(out)
