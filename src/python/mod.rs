@@ -3,6 +3,7 @@
 mod convert;
 mod creation;
 mod dlpack;
+mod misc_ops;
 mod numpy_interop;
 mod parallel;
 mod random;
@@ -73,5 +74,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     random::register(m)?;
     parallel::register(m)?;
     dlpack::register(m)?;
+    misc_ops::register(m)?;
     Ok(())
 }

@@ -5,7 +5,7 @@ pub mod creation;
 mod elementwise;
 mod view;
 
-pub use elementwise::{BinaryOp, UnaryOp};
+pub use elementwise::{BinaryOp, ScalarOrTensor, UnaryOp};
 
 use crate::cpu::strided;
 use crate::layout::Layout;
