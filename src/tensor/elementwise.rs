@@ -895,6 +895,7 @@ impl Tensor {
     /// `clamp(min, max)`: `min(max(self, min), max)` with either bound optional, scalar or
     /// tensor; dtypes promote (an integer tensor clamped by a float becomes float). NaNs
     /// propagate.
+    #[allow(clippy::bool_comparison)] // the generic body is also instantiated for bool
     pub fn clamp(
         &self,
         min: Option<&ScalarOrTensor>,
@@ -1150,6 +1151,7 @@ impl Tensor {
 
     /// A float -> float map computed in f64 for f64 tensors and f32 otherwise (via f64 per
     /// element, rounded once); integer inputs give the default float dtype.
+    #[allow(clippy::unnecessary_cast)] // `as f64` is a no-op only in the f64 instantiation
     fn float_map(&self, _op: &'static str, f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
         let out = float_result(self.dtype());
         let cd = out.compute_dtype();
@@ -1164,6 +1166,7 @@ impl Tensor {
     }
 
     /// True where the sign bit is set (`-0.0` and negative NaNs included).
+    #[allow(clippy::bool_comparison)] // the generic body is also instantiated for bool
     pub fn signbit(&self) -> Result<Tensor> {
         let dt = self.dtype();
         if dt.is_floating_point() {
@@ -1325,6 +1328,7 @@ impl Tensor {
 
     /// `heaviside(values)`: 0 where `self < 0`, `values` where `self == 0`, 1 where
     /// `self > 0`. Both must have the same dtype.
+    #[allow(clippy::bool_comparison)] // the generic body is also instantiated for bool
     pub fn heaviside(&self, values: &Tensor) -> Result<Tensor> {
         if values.dtype() != self.dtype() {
             return Err(Error::Runtime(
