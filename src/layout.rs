@@ -277,7 +277,7 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Dims
     }
     let mut out: Dims = shape.iter().map(|&s| s.max(0) as usize).collect();
     if let Some(i) = infer {
-        if known == 0 || numel % known != 0 {
+        if known == 0 || !numel.is_multiple_of(known) {
             return Err(Error::invalid(
                 op,
                 format!("shape '{shape:?}' is invalid for input of size {numel}"),

@@ -14,6 +14,8 @@ bitwise_and bitwise_or bitwise_xor bitwise_not
 neg negative abs sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan
 sinh cosh tanh asinh acosh atanh sigmoid relu silu erf erfc erfinv floor ceil trunc frac
 reciprocal square
+matmul mm bmm mv dot vdot inner outer ger addmm baddbmm addmv kron trace cross
+inverse det logdet cholesky matrix_power pinverse
 clamp clip clamp_min clamp_max lerp nan_to_num round isnan isinf isfinite isposinf isneginf
 hypot copysign fmod xlogy addcmul addcdiv true_divide divide multiply subtract float_power
 logaddexp logaddexp2 sinc deg2rad rad2deg heaviside signbit positive negative

@@ -6,7 +6,7 @@
 use super::convert::extract_scalar;
 use super::run;
 use super::tensor::{tensor_from_data, PyTensor};
-use crate::tensor::ScalarOrTensor;
+use crate::tensor::TensorOrScalar;
 use crate::{BinaryOp, Scalar, Tensor, UnaryOp};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -14,17 +14,17 @@ use pyo3::prelude::*;
 type Obj<'a, 'py> = Option<&'a Bound<'py, PyAny>>;
 
 /// A tensor, a Python number, or tensor-like data (list, array) as a tensor.
-fn operand(obj: &Bound<'_, PyAny>) -> PyResult<ScalarOrTensor> {
+fn operand(obj: &Bound<'_, PyAny>) -> PyResult<TensorOrScalar> {
     if let Ok(t) = obj.cast::<PyTensor>() {
-        return Ok(ScalarOrTensor::Tensor(t.borrow().inner.clone()));
+        return Ok(TensorOrScalar::Tensor(t.borrow().inner.clone()));
     }
     if let Some(s) = extract_scalar(obj) {
-        return Ok(ScalarOrTensor::Scalar(s));
+        return Ok(TensorOrScalar::Scalar(s));
     }
-    Ok(ScalarOrTensor::Tensor(tensor_from_data(obj, None)?))
+    Ok(TensorOrScalar::Tensor(tensor_from_data(obj, None)?))
 }
 
-fn opt_operand(obj: Obj<'_, '_>) -> PyResult<Option<ScalarOrTensor>> {
+fn opt_operand(obj: Obj<'_, '_>) -> PyResult<Option<TensorOrScalar>> {
     match obj {
         Some(o) if !o.is_none() => Ok(Some(operand(o)?)),
         _ => Ok(None),
@@ -54,10 +54,10 @@ fn scalar_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Scalar> {
     )))
 }
 
-fn numel_of(a: &Tensor, b: &ScalarOrTensor) -> usize {
+fn numel_of(a: &Tensor, b: &TensorOrScalar) -> usize {
     match b {
-        ScalarOrTensor::Tensor(t) => a.numel().max(t.numel()),
-        ScalarOrTensor::Scalar(_) => a.numel(),
+        TensorOrScalar::Tensor(t) => a.numel().max(t.numel()),
+        TensorOrScalar::Scalar(_) => a.numel(),
     }
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn binary_kw_(
     }
 }
 
-/// Methods `f(other)` / `f_(other)` over a `ScalarOrTensor` argument.
+/// Methods `f(other)` / `f_(other)` over a `TensorOrScalar` argument.
 macro_rules! operand_methods {
     ($( $meth:ident, $imeth:ident => $f:ident; )*) => {
         #[pymethods]
@@ -337,10 +337,6 @@ impl PyTensor {
     fn positive(&self) -> PyResult<PyTensor> {
         Ok(self.inner.positive()?.into())
     }
-    fn negative(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        let t = &self.inner;
-        Ok(run(py, t.numel(), || t.unary(UnaryOp::Neg))?.into())
-    }
     fn negative_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
         let t = slf.borrow().inner.clone();
         run(slf.py(), t.numel(), || t.unary_(UnaryOp::Neg))?;
@@ -441,8 +437,8 @@ impl PyTensor {
     fn multiply(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let (a, b) = (&self.inner, operand(other)?);
         Ok(run(py, numel_of(a, &b), || match &b {
-            ScalarOrTensor::Tensor(t) => a.binary(t, BinaryOp::Mul),
-            ScalarOrTensor::Scalar(s) => a.binary_scalar(*s, BinaryOp::Mul, false),
+            TensorOrScalar::Tensor(t) => a.binary(t, BinaryOp::Mul),
+            TensorOrScalar::Scalar(s) => a.binary_scalar(*s, BinaryOp::Mul, false),
         })?
         .into())
     }
@@ -452,8 +448,8 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let (a, b) = (slf.borrow().inner.clone(), operand(other)?);
         run(slf.py(), numel_of(&a, &b), || match &b {
-            ScalarOrTensor::Tensor(t) => a.binary_(t, BinaryOp::Mul),
-            ScalarOrTensor::Scalar(s) => a.binary_scalar_(*s, BinaryOp::Mul),
+            TensorOrScalar::Tensor(t) => a.binary_(t, BinaryOp::Mul),
+            TensorOrScalar::Scalar(s) => a.binary_scalar_(*s, BinaryOp::Mul),
         })?;
         Ok(slf)
     }

@@ -2,6 +2,7 @@
 //! typed (they only raise the category). f16/bf16 are computed in f32 and rounded back.
 
 use super::Tensor;
+use crate::autograd::no_grad;
 use crate::cpu::strided;
 use crate::dtype::{Category, ResultType};
 use crate::layout::broadcast_shapes;
@@ -339,7 +340,9 @@ impl Tensor {
             .tensor(self.dtype(), self.ndim())
             .tensor(other.dtype(), other.ndim())
             .finish();
-        binary_kernel(self, other, op, common)
+        let out = no_grad(|| binary_kernel(self, other, op, common))?;
+        super::elementwise_grad::record_binary(op, self, other, &out);
+        Ok(out)
     }
 
     /// `self (op) scalar`, or `scalar (op) self` when `reversed`.
@@ -356,26 +359,24 @@ impl Tensor {
             common
         };
         let st = Tensor::scalar(s, st_dtype);
-        if reversed {
-            binary_kernel(&st, self, op, common)
-        } else {
-            binary_kernel(self, &st, op, common)
-        }
+        let (a, b) = if reversed { (&st, self) } else { (self, &st) };
+        let out = no_grad(|| binary_kernel(a, b, op, common))?;
+        super::elementwise_grad::record_binary(op, a, b, &out);
+        Ok(out)
     }
 
     /// In place `self = self (op) other`. The result dtype must be castable to `self`'s
     /// dtype under PyTorch's rules (no float result into an integer tensor).
     pub fn binary_(&self, other: &Tensor, op: BinaryOp) -> Result<()> {
-        let result = self.binary(other, op)?;
-        self.assign_result(result, op.name())
+        self.inplace(&[other], op.name(), |me| me.binary(other, op))
     }
 
     pub fn binary_scalar_(&self, s: Scalar, op: BinaryOp) -> Result<()> {
-        let result = self.binary_scalar(s, op, false)?;
-        self.assign_result(result, op.name())
+        self.inplace(&[], op.name(), |me| me.binary_scalar(s, op, false))
     }
 
-    fn assign_result(&self, result: Tensor, op: &'static str) -> Result<()> {
+    /// Write an op's result into `self` (checking PyTorch's in-place cast rule).
+    pub(crate) fn assign_result(&self, result: Tensor, op: &'static str) -> Result<()> {
         if result.dtype().category() > self.dtype().category() {
             return Err(Error::Runtime(format!(
                 "result type {} can't be cast to the desired output type {} (in-place {op})",
@@ -395,11 +396,17 @@ impl Tensor {
                 ),
             ));
         }
-        self.copy_(&result)
+        self.copy_raw(&result)
     }
 
     /// Apply a unary op.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        let out = no_grad(|| self.unary_raw(op))?;
+        super::elementwise_grad::record_unary(op, self, &out);
+        Ok(out)
+    }
+
+    fn unary_raw(&self, op: UnaryOp) -> Result<Tensor> {
         use UnaryOp::*;
         let dt = self.dtype();
         match op {
@@ -435,7 +442,7 @@ impl Tensor {
             }
             BitNot => {
                 return match dt {
-                    DType::Bool => self.unary(LogicalNot),
+                    DType::Bool => self.unary_raw(LogicalNot),
                     DType::U8 => int_map(self, |v: u8| !v),
                     DType::I8 => int_map(self, |v: i8| !v),
                     DType::I16 => int_map(self, |v: i16| !v),
@@ -498,7 +505,7 @@ impl Tensor {
                     Ok(Tensor::from_vec_unchecked(out, self.shape()))
                 });
             }
-            return self.to_dtype(crate::default_dtype()).unary(op);
+            return self.to_dtype(crate::default_dtype()).unary_raw(op);
         }
         let cd = dt.compute_dtype();
         let x = self.to_dtype(cd);
@@ -519,8 +526,7 @@ impl Tensor {
 
     /// Apply a unary op in place.
     pub fn unary_(&self, op: UnaryOp) -> Result<()> {
-        let r = self.unary(op)?;
-        self.assign_result(r, op.name())
+        self.inplace(&[], op.name(), |me| me.unary(op))
     }
 }
 
@@ -604,17 +610,13 @@ fn binary_kernel(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<
                     Atan2 => run!(T, |x: T, y: T| x.atan2(y)),
                     Maximum => run!(T, |x: T, y: T| if x.is_nan() || x > y {
                         x
-                    } else if y.is_nan() {
-                        y
                     } else {
-                        y
+                        y // also propagates a NaN in y
                     }),
                     Minimum => run!(T, |x: T, y: T| if x.is_nan() || x < y {
                         x
-                    } else if y.is_nan() {
-                        y
                     } else {
-                        y
+                        y // also propagates a NaN in y
                     }),
                     _ => unreachable!(),
                 }
@@ -698,26 +700,21 @@ impl Tensor {
 use crate::layout::Layout;
 use rayon::prelude::*;
 
-/// An argument that may be a tensor or a (weakly typed) Python scalar.
-#[derive(Debug, Clone)]
-pub enum ScalarOrTensor {
-    Tensor(Tensor),
-    Scalar(Scalar),
+use super::index::TensorOrScalar;
+
+/// Add a tensor-or-scalar operand to a result-type computation.
+fn add_operand(rt: ResultType, x: &TensorOrScalar) -> ResultType {
+    match x {
+        TensorOrScalar::Tensor(t) => rt.tensor(t.dtype(), t.ndim()),
+        TensorOrScalar::Scalar(s) => rt.scalar(*s),
+    }
 }
 
-impl ScalarOrTensor {
-    fn add_to(&self, rt: ResultType) -> ResultType {
-        match self {
-            ScalarOrTensor::Tensor(t) => rt.tensor(t.dtype(), t.ndim()),
-            ScalarOrTensor::Scalar(s) => rt.scalar(*s),
-        }
-    }
-    /// As a tensor of `dtype` (a scalar becomes a 0-d tensor).
-    fn to_tensor(&self, dtype: DType) -> Tensor {
-        match self {
-            ScalarOrTensor::Tensor(t) => t.to_dtype(dtype),
-            ScalarOrTensor::Scalar(s) => Tensor::scalar(*s, dtype),
-        }
+/// A tensor-or-scalar operand as a tensor of `dtype` (a scalar becomes a 0-d tensor).
+fn operand_tensor(x: &TensorOrScalar, dtype: DType) -> Tensor {
+    match x {
+        TensorOrScalar::Tensor(t) => t.to_dtype(dtype),
+        TensorOrScalar::Scalar(s) => Tensor::scalar(*s, dtype),
     }
 }
 
@@ -884,10 +881,8 @@ fn zero_division() -> Error {
 
 impl Tensor {
     /// Promoted dtype of `self` with `other`.
-    fn promoted_with(&self, other: &ScalarOrTensor) -> DType {
-        other
-            .add_to(ResultType::new().tensor(self.dtype(), self.ndim()))
-            .finish()
+    fn promoted_with(&self, other: &TensorOrScalar) -> DType {
+        add_operand(ResultType::new().tensor(self.dtype(), self.ndim()), other).finish()
     }
 
     // ------------------------------------------------------------------ clamp
@@ -898,8 +893,8 @@ impl Tensor {
     #[allow(clippy::bool_comparison)] // the generic body is also instantiated for bool
     pub fn clamp(
         &self,
-        min: Option<&ScalarOrTensor>,
-        max: Option<&ScalarOrTensor>,
+        min: Option<&TensorOrScalar>,
+        max: Option<&TensorOrScalar>,
     ) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
             return Err(Error::Runtime(
@@ -908,7 +903,7 @@ impl Tensor {
         }
         let mut rt = ResultType::new().tensor(self.dtype(), self.ndim());
         for b in [min, max].into_iter().flatten() {
-            rt = b.add_to(rt);
+            rt = add_operand(rt, b);
         }
         let out = rt.finish();
         if out == DType::Bool {
@@ -918,7 +913,7 @@ impl Tensor {
             });
         }
         for b in [min, max].into_iter().flatten() {
-            if let ScalarOrTensor::Scalar(s) = b {
+            if let TensorOrScalar::Scalar(s) = b {
                 check_scalar_fits(*s, out, "clamp")?;
             }
         }
@@ -926,7 +921,7 @@ impl Tensor {
         let mut r = self.to_dtype(cd);
         for (b, is_min) in [(min, true), (max, false)] {
             let Some(b) = b else { continue };
-            let bt = b.to_tensor(cd);
+            let bt = operand_tensor(b, cd);
             r = if cd.is_floating_point() {
                 with_float_dtype!(
                     cd,
@@ -965,7 +960,7 @@ impl Tensor {
     }
 
     /// In-place `clamp_`: the promoted result must keep `self`'s dtype for integer tensors.
-    pub fn clamp_(&self, min: Option<&ScalarOrTensor>, max: Option<&ScalarOrTensor>) -> Result<()> {
+    pub fn clamp_(&self, min: Option<&TensorOrScalar>, max: Option<&TensorOrScalar>) -> Result<()> {
         let r = self.clamp(min, max)?;
         if !self.dtype().is_floating_point() && r.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
@@ -982,7 +977,7 @@ impl Tensor {
     /// `lerp(end, weight)`: `self + weight * (end - self)` (computed from `end` when
     /// `|weight| >= 0.5`, as PyTorch does). Floating point only; `end` (and a tensor
     /// `weight`) must have `self`'s dtype.
-    pub fn lerp(&self, end: &Tensor, weight: &ScalarOrTensor) -> Result<Tensor> {
+    pub fn lerp(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<Tensor> {
         let dt = self.dtype();
         require_float(dt, "lerp_kernel_scalar")?;
         if end.dtype() != dt {
@@ -991,7 +986,7 @@ impl Tensor {
                 end.dtype()
             )));
         }
-        if let ScalarOrTensor::Tensor(w) = weight {
+        if let TensorOrScalar::Tensor(w) = weight {
             if w.dtype() != dt {
                 return Err(Error::Runtime(format!(
                     "expected dtype {dt} for `weight` but got dtype {}",
@@ -1000,7 +995,11 @@ impl Tensor {
             }
         }
         let cd = dt.compute_dtype();
-        let (a, b, w) = (self.to_dtype(cd), end.to_dtype(cd), weight.to_tensor(cd));
+        let (a, b, w) = (
+            self.to_dtype(cd),
+            end.to_dtype(cd),
+            operand_tensor(weight, cd),
+        );
         let r = with_float_dtype!(
             cd,
             T,
@@ -1197,7 +1196,7 @@ impl Tensor {
     /// the default float dtype; otherwise integer inputs are an error.
     fn float_binary(
         &self,
-        other: &ScalarOrTensor,
+        other: &TensorOrScalar,
         op: &'static str,
         int_to_float: bool,
         f32_op: impl Fn(f32, f32) -> f32 + Sync + Send,
@@ -1211,7 +1210,7 @@ impl Tensor {
             common
         };
         let cd = out.compute_dtype();
-        let (a, b) = (self.to_dtype(cd), other.to_tensor(cd));
+        let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
         let r = match cd {
             DType::F64 => zip_map(&a, &b, op, f64_op)?,
             _ => zip_map(&a, &b, op, f32_op)?,
@@ -1220,17 +1219,17 @@ impl Tensor {
     }
 
     /// `hypot(other) = sqrt(self^2 + other^2)`. Floating point only.
-    pub fn hypot(&self, other: &ScalarOrTensor) -> Result<Tensor> {
+    pub fn hypot(&self, other: &TensorOrScalar) -> Result<Tensor> {
         self.float_binary(other, "hypot_cpu", false, f32::hypot, f64::hypot)
     }
 
     /// `copysign(other)`: magnitude of `self`, sign of `other` (integers give floats).
-    pub fn copysign(&self, other: &ScalarOrTensor) -> Result<Tensor> {
+    pub fn copysign(&self, other: &TensorOrScalar) -> Result<Tensor> {
         self.float_binary(other, "copysign", true, f32::copysign, f64::copysign)
     }
 
     /// `xlogy(other) = self * log(other)`, 0 where `self == 0` (unless `other` is NaN).
-    pub fn xlogy(&self, other: &ScalarOrTensor) -> Result<Tensor> {
+    pub fn xlogy(&self, other: &TensorOrScalar) -> Result<Tensor> {
         fn xlogy<T: num_traits::Float>(x: T, y: T) -> T {
             if y.is_nan() {
                 T::nan()
@@ -1244,7 +1243,7 @@ impl Tensor {
     }
 
     /// `logaddexp(other) = log(exp(self) + exp(other))`, computed stably. Floats only.
-    pub fn logaddexp(&self, other: &ScalarOrTensor) -> Result<Tensor> {
+    pub fn logaddexp(&self, other: &TensorOrScalar) -> Result<Tensor> {
         fn lae<T: num_traits::Float>(a: T, b: T) -> T {
             if a.is_infinite() && a == b {
                 a
@@ -1257,7 +1256,7 @@ impl Tensor {
     }
 
     /// `logaddexp2(other) = log2(2^self + 2^other)`. Floats only.
-    pub fn logaddexp2(&self, other: &ScalarOrTensor) -> Result<Tensor> {
+    pub fn logaddexp2(&self, other: &TensorOrScalar) -> Result<Tensor> {
         fn lae2<T: num_traits::Float + num_traits::FloatConst>(a: T, b: T) -> T {
             if a.is_infinite() && a == b {
                 a
@@ -1276,14 +1275,14 @@ impl Tensor {
     }
 
     /// `float_power(exponent)`: `self ** exponent` in double precision (result float64).
-    pub fn float_power(&self, exponent: &ScalarOrTensor) -> Result<Tensor> {
+    pub fn float_power(&self, exponent: &TensorOrScalar) -> Result<Tensor> {
         let a = self.to_dtype(DType::F64);
-        let b = exponent.to_tensor(DType::F64);
+        let b = operand_tensor(exponent, DType::F64);
         zip_map(&a, &b, "float_power", |x: f64, y: f64| x.powf(y))
     }
 
     /// `float_power_`: only for float64 tensors (the result type is always float64).
-    pub fn float_power_(&self, exponent: &ScalarOrTensor) -> Result<()> {
+    pub fn float_power_(&self, exponent: &TensorOrScalar) -> Result<()> {
         if self.dtype() != DType::F64 {
             return Err(Error::Runtime(format!(
                 "the base given to float_power_ has dtype {} but the operation's result requires dtype Double",
@@ -1296,7 +1295,7 @@ impl Tensor {
 
     /// `fmod(other)`: remainder with the sign of the dividend (C's `fmod`). Integer division
     /// by zero is an error.
-    pub fn fmod(&self, other: &ScalarOrTensor) -> Result<Tensor> {
+    pub fn fmod(&self, other: &TensorOrScalar) -> Result<Tensor> {
         let out = self.promoted_with(other);
         if out == DType::Bool {
             return Err(Error::UnsupportedDType {
@@ -1305,7 +1304,7 @@ impl Tensor {
             });
         }
         let cd = out.compute_dtype();
-        let (a, b) = (self.to_dtype(cd), other.to_tensor(cd));
+        let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
         let r = if cd.is_floating_point() {
             with_float_dtype!(
                 cd,
@@ -1354,19 +1353,21 @@ impl Tensor {
 
     /// `div(other, rounding_mode)`: `None` is true division, `"trunc"` rounds toward zero
     /// and `"floor"` toward negative infinity; the rounding modes keep integer dtypes.
-    pub fn div_mode(&self, other: &ScalarOrTensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn div_mode(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<Tensor> {
         let floor = match rounding_mode {
             None => {
                 return match other {
-                    ScalarOrTensor::Tensor(t) => self.binary(t, BinaryOp::Div),
-                    ScalarOrTensor::Scalar(s) => self.binary_scalar(*s, BinaryOp::Div, false),
+                    TensorOrScalar::Tensor(t) => self.binary(t, BinaryOp::Div),
+                    TensorOrScalar::Scalar(s) => self.binary_scalar(*s, BinaryOp::Div, false),
                 }
             }
             Some("trunc") => false,
             Some("floor") => true,
-            Some(m) => return Err(Error::Runtime(format!(
+            Some(m) => {
+                return Err(Error::Runtime(format!(
                 "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
-            ))),
+            )))
+            }
         };
         let out = self.promoted_with(other);
         let op = if floor {
@@ -1378,7 +1379,7 @@ impl Tensor {
             return Err(Error::UnsupportedDType { op, dtype: out });
         }
         let cd = out.compute_dtype();
-        let (a, b) = (self.to_dtype(cd), other.to_tensor(cd));
+        let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
         let r = if cd.is_floating_point() {
             with_float_dtype!(
                 cd,
@@ -1411,7 +1412,7 @@ impl Tensor {
     }
 
     /// In-place `div_(other, rounding_mode)`.
-    pub fn div_mode_(&self, other: &ScalarOrTensor, rounding_mode: Option<&str>) -> Result<()> {
+    pub fn div_mode_(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<()> {
         let r = self.div_mode(other, rounding_mode)?;
         self.assign_result(r, "div_")
     }
@@ -1419,7 +1420,7 @@ impl Tensor {
     /// `add(other, alpha)` / `sub(other, alpha)`: `self ± alpha * other` in one rounding.
     pub fn add_scaled(
         &self,
-        other: &ScalarOrTensor,
+        other: &TensorOrScalar,
         alpha: Scalar,
         subtract: bool,
     ) -> Result<Tensor> {
@@ -1442,7 +1443,7 @@ impl Tensor {
         }
         // Validates dtypes (e.g. bool subtraction) with the plain op's rules.
         let (cd, _) = op.dtypes(out)?;
-        let (a, b) = (self.to_dtype(cd), other.to_tensor(cd));
+        let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
         let r = if cd.is_floating_point() {
             with_float_dtype!(
                 cd,
@@ -1471,7 +1472,7 @@ impl Tensor {
     }
 
     /// In-place `add_(other, alpha)` / `sub_(other, alpha)`.
-    pub fn add_scaled_(&self, other: &ScalarOrTensor, alpha: Scalar, subtract: bool) -> Result<()> {
+    pub fn add_scaled_(&self, other: &TensorOrScalar, alpha: Scalar, subtract: bool) -> Result<()> {
         let r = self.add_scaled(other, alpha, subtract)?;
         self.assign_result(r, if subtract { "sub_" } else { "add_" })
     }
@@ -1529,7 +1530,7 @@ impl Tensor {
     }
 
     /// In-place `lerp_`.
-    pub fn lerp_(&self, end: &Tensor, weight: &ScalarOrTensor) -> Result<()> {
+    pub fn lerp_(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<()> {
         let r = self.lerp(end, weight)?;
         self.assign_result(r, "lerp_")
     }
