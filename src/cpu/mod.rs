@@ -3,4 +3,6 @@
 pub mod gather;
 pub mod linalg;
 pub mod matmul;
+pub mod reduce;
+pub mod sort;
 pub mod strided;

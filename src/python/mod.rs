@@ -9,6 +9,7 @@ mod misc_ops;
 mod numpy_interop;
 mod parallel;
 mod random;
+mod reduce;
 mod tensor;
 mod views;
 
@@ -82,6 +83,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dlpack::register(m)?;
     linalg::register(m)?;
     misc_ops::register(m)?;
+    reduce::register(m)?;
     Ok(())
 }
 

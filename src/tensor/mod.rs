@@ -7,13 +7,16 @@ mod elementwise_grad;
 mod index;
 mod inplace;
 pub mod join;
+mod linalg;
+mod reduce;
+mod sort;
 mod view;
 
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use index::{TensorIndex, TensorOrScalar};
-pub use view::{broadcast_shapes_all, broadcast_tensors};
-mod linalg;
 pub use linalg::{Lstsq, MatrixNormOrd};
+pub use sort::Unique;
+pub use view::{broadcast_shapes_all, broadcast_tensors};
 
 use crate::cpu::strided;
 use crate::layout::Layout;

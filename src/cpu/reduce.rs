@@ -1,0 +1,1515 @@
+//! Reduction, scan and softmax kernels.
+//!
+//! A reduction splits the input's dims into *kept* dims (the output's) and *reduced* dims and
+//! coalesces each group on its own. Then one of two loop orders runs, neither of which copies
+//! or transposes the input:
+//! - **rows**: every output folds its own reduced elements. When the innermost reduced dim has
+//!   stride 1 (full reductions of contiguous tensors, reductions over the last dim) these are
+//!   contiguous runs folded with several independent accumulator lanes so LLVM vectorizes them.
+//!   Parallel over outputs, or over chunks of the reduced range when there are few outputs.
+//! - **columns**: when the innermost *kept* dim has stride 1 but the reduced one does not (a sum
+//!   over dim 0 of a contiguous matrix), a row vector of accumulators is updated with whole input
+//!   rows, `acc[j] = step(acc[j], x[i, j])`, which also vectorizes. Parallel over tiles of the
+//!   output row, and over chunks of the reduced range when there are few tiles.
+//!
+//! Reductions are described by a [`Reducer`]; scans (cumsum, cummax...) by a [`Scanner`].
+
+use crate::cpu::strided::{chunk_len, coalesce, Coalesced, PAR_THRESHOLD};
+use crate::layout::{Dims, Layout};
+use crate::{Element, FloatElement};
+use half::{bf16, f16};
+use rayon::prelude::*;
+
+/// A raw pointer that parallel tasks use to write *disjoint* elements of one output buffer.
+#[derive(Clone, Copy)]
+pub(crate) struct SyncPtr<T>(pub *mut T);
+// SAFETY: a `SyncPtr` is only dereferenced at indices that exactly one task writes (each use
+// documents why), and the buffer outlives the parallel loop that uses it.
+unsafe impl<T: Send> Send for SyncPtr<T> {}
+// SAFETY: see above.
+unsafe impl<T: Send> Sync for SyncPtr<T> {}
+
+impl<T> SyncPtr<T> {
+    /// # Safety
+    /// `i` must be in bounds of the buffer and written by no other task concurrently.
+    #[inline(always)]
+    pub(crate) unsafe fn write(self, i: usize, v: T) {
+        // SAFETY: guaranteed by the caller.
+        unsafe { self.0.add(i).write(v) }
+    }
+    /// # Safety
+    /// `start..start + len` must be in bounds and touched by no other task concurrently.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn slice<'a>(self, start: usize, len: usize) -> &'a mut [T] {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(start), len) }
+    }
+}
+
+/// Element types with a smallest and largest value (the identities of max and min). NaN is
+/// detected generically with `x != x`, which is constant-false for integers.
+pub trait Bounded: Element {
+    const LOWEST: Self;
+    const HIGHEST: Self;
+}
+
+macro_rules! impl_bounded {
+    ($($t:ty => $lo:expr, $hi:expr;)*) => {
+        $(impl Bounded for $t {
+            const LOWEST: Self = $lo;
+            const HIGHEST: Self = $hi;
+        })*
+    };
+}
+impl_bounded! {
+    bool => false, true;
+    u8 => u8::MIN, u8::MAX;
+    i8 => i8::MIN, i8::MAX;
+    i16 => i16::MIN, i16::MAX;
+    i32 => i32::MIN, i32::MAX;
+    i64 => i64::MIN, i64::MAX;
+    f16 => f16::NEG_INFINITY, f16::INFINITY;
+    bf16 => bf16::NEG_INFINITY, bf16::INFINITY;
+    f32 => f32::NEG_INFINITY, f32::INFINITY;
+    f64 => f64::NEG_INFINITY, f64::INFINITY;
+}
+
+/// `x` is NaN (always false for non-float types).
+#[inline(always)]
+#[allow(clippy::eq_op)]
+pub fn is_nan<T: PartialOrd>(x: T) -> bool {
+    x != x
+}
+
+/// `a` comes after `b` for max-like ops: greater, or NaN where `b` is not (NaN is the largest).
+#[inline(always)]
+pub fn gt_nan<T: PartialOrd + Copy>(a: T, b: T) -> bool {
+    a > b || (is_nan(a) && !is_nan(b))
+}
+
+/// `a` comes before `b` for min-like ops, with NaN winning like in `torch.min`.
+#[inline(always)]
+pub fn lt_nan<T: PartialOrd + Copy>(a: T, b: T) -> bool {
+    a < b || (is_nan(a) && !is_nan(b))
+}
+
+// ------------------------------------------------------------------------------- reducers
+
+/// A reduction: fold elements into an accumulator, merge partial accumulators of adjacent
+/// ranges (earlier first), turn the final one into an output value.
+pub trait Reducer<T: Copy>: Sync {
+    type Acc: Copy + Send + Sync;
+    type Out: Copy + Send + Sync + Default;
+    fn init(&self) -> Self::Acc;
+    /// Fold element `x`, the `i`-th of the reduced elements (row-major order).
+    fn step(&self, acc: Self::Acc, x: T, i: usize) -> Self::Acc;
+    /// Merge the result over a range `a` with the result over the range right after it.
+    fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// The output for an accumulator over `n` elements.
+    fn finish(&self, acc: Self::Acc, n: usize) -> Self::Out;
+    /// Fold a contiguous run whose first element is the `i0`-th. Override with a lane-parallel
+    /// version where the reduction is commutative.
+    #[inline(always)]
+    fn fold_slice(&self, acc: Self::Acc, xs: &[T], i0: usize) -> Self::Acc {
+        let mut a = acc;
+        for (k, &x) in xs.iter().enumerate() {
+            a = self.step(a, x, i0 + k);
+        }
+        a
+    }
+}
+
+/// Fold `xs` with `L` independent accumulators (a power of two), combined pairwise at the end.
+/// Independent lanes let LLVM keep them in SIMD registers without reassociating anything.
+#[inline(always)]
+pub fn lanes_fold<T: Copy, A: Copy, const L: usize>(
+    xs: &[T],
+    init: A,
+    step: impl Fn(A, T) -> A,
+    merge: impl Fn(A, A) -> A,
+) -> A {
+    let (chunks, rest) = xs.as_chunks::<L>();
+    let mut lanes = [init; L];
+    for c in chunks {
+        for k in 0..L {
+            lanes[k] = step(lanes[k], c[k]);
+        }
+    }
+    let mut w = L;
+    while w > 1 {
+        w /= 2;
+        for k in 0..w {
+            lanes[k] = merge(lanes[k], lanes[k + w]);
+        }
+    }
+    let mut a = lanes[0];
+    for &x in rest {
+        a = step(a, x);
+    }
+    a
+}
+
+/// Block length for float sums: within a block, lanes accumulate in the input precision;
+/// block totals are added in f64. Each lane sums at most `SUM_BLOCK / lanes` values.
+const SUM_BLOCK: usize = 4096;
+
+/// Sum of f32 values: f32 lanes inside blocks, f64 across blocks (and in the column loop).
+pub struct SumF32;
+impl Reducer<f32> for SumF32 {
+    type Acc = f64;
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn step(&self, a: f64, x: f32, _: usize) -> f64 {
+        a + x as f64
+    }
+    #[inline(always)]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn finish(&self, a: f64, _: usize) -> f64 {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: f64, xs: &[f32], _: usize) -> f64 {
+        let mut total = acc;
+        for blk in xs.chunks(SUM_BLOCK) {
+            total += lanes_fold::<f32, f32, 32>(blk, 0.0, |a, x| a + x, |a, b| a + b) as f64;
+        }
+        total
+    }
+}
+
+/// Sum of f64 values with blocked lanes.
+pub struct SumF64;
+impl Reducer<f64> for SumF64 {
+    type Acc = f64;
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn step(&self, a: f64, x: f64, _: usize) -> f64 {
+        a + x
+    }
+    #[inline(always)]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn finish(&self, a: f64, _: usize) -> f64 {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: f64, xs: &[f64], _: usize) -> f64 {
+        let mut total = acc;
+        for blk in xs.chunks(SUM_BLOCK) {
+            total += lanes_fold::<f64, f64, 16>(blk, 0.0, |a, x| a + x, |a, b| a + b);
+        }
+        total
+    }
+}
+
+/// Sum of integers or bools into a wrapping i64 (PyTorch's int64 result).
+pub struct SumInt;
+impl<T: Element> Reducer<T> for SumInt {
+    type Acc = i64;
+    type Out = i64;
+    #[inline(always)]
+    fn init(&self) -> i64 {
+        0
+    }
+    #[inline(always)]
+    fn step(&self, a: i64, x: T, _: usize) -> i64 {
+        a.wrapping_add(x.to_i64())
+    }
+    #[inline(always)]
+    fn merge(&self, a: i64, b: i64) -> i64 {
+        a.wrapping_add(b)
+    }
+    #[inline(always)]
+    fn finish(&self, a: i64, _: usize) -> i64 {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: i64, xs: &[T], _: usize) -> i64 {
+        acc.wrapping_add(lanes_fold::<T, i64, 16>(
+            xs,
+            0,
+            |a, x| a.wrapping_add(x.to_i64()),
+            |a, b| a.wrapping_add(b),
+        ))
+    }
+}
+
+/// Product of floats, accumulated in f64.
+pub struct ProdFloat;
+impl<T: Element> Reducer<T> for ProdFloat {
+    type Acc = f64;
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> f64 {
+        1.0
+    }
+    #[inline(always)]
+    fn step(&self, a: f64, x: T, _: usize) -> f64 {
+        a * x.to_f64()
+    }
+    #[inline(always)]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a * b
+    }
+    #[inline(always)]
+    fn finish(&self, a: f64, _: usize) -> f64 {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: f64, xs: &[T], _: usize) -> f64 {
+        acc * lanes_fold::<T, f64, 8>(xs, 1.0, |a, x| a * x.to_f64(), |a, b| a * b)
+    }
+}
+
+/// Product of integers or bools into a wrapping i64.
+pub struct ProdInt;
+impl<T: Element> Reducer<T> for ProdInt {
+    type Acc = i64;
+    type Out = i64;
+    #[inline(always)]
+    fn init(&self) -> i64 {
+        1
+    }
+    #[inline(always)]
+    fn step(&self, a: i64, x: T, _: usize) -> i64 {
+        a.wrapping_mul(x.to_i64())
+    }
+    #[inline(always)]
+    fn merge(&self, a: i64, b: i64) -> i64 {
+        a.wrapping_mul(b)
+    }
+    #[inline(always)]
+    fn finish(&self, a: i64, _: usize) -> i64 {
+        a
+    }
+}
+
+/// Sum skipping NaNs (floats), in f64.
+pub struct NanSum;
+impl<T: Element> Reducer<T> for NanSum {
+    type Acc = f64;
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn step(&self, a: f64, x: T, _: usize) -> f64 {
+        let v = x.to_f64();
+        if is_nan(v) {
+            a
+        } else {
+            a + v
+        }
+    }
+    #[inline(always)]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn finish(&self, a: f64, _: usize) -> f64 {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: f64, xs: &[T], _: usize) -> f64 {
+        acc + lanes_fold::<T, f64, 8>(
+            xs,
+            0.0,
+            |a, x| {
+                let v = x.to_f64();
+                if is_nan(v) {
+                    a
+                } else {
+                    a + v
+                }
+            },
+            |a, b| a + b,
+        )
+    }
+}
+
+/// Mean of the non-NaN elements (NaN when there are none).
+pub struct NanMean;
+impl<T: Element> Reducer<T> for NanMean {
+    type Acc = (f64, u64);
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> (f64, u64) {
+        (0.0, 0)
+    }
+    #[inline(always)]
+    fn step(&self, a: (f64, u64), x: T, _: usize) -> (f64, u64) {
+        let v = x.to_f64();
+        if is_nan(v) {
+            a
+        } else {
+            (a.0 + v, a.1 + 1)
+        }
+    }
+    #[inline(always)]
+    fn merge(&self, a: (f64, u64), b: (f64, u64)) -> (f64, u64) {
+        (a.0 + b.0, a.1 + b.1)
+    }
+    #[inline(always)]
+    fn finish(&self, a: (f64, u64), _: usize) -> f64 {
+        a.0 / a.1 as f64
+    }
+}
+
+/// Max (`MAX = true`) or min of the elements; NaN propagates.
+pub struct Extremum<const MAX: bool>;
+impl<T: Bounded, const MAX: bool> Reducer<T> for Extremum<MAX> {
+    type Acc = T;
+    type Out = T;
+    #[inline(always)]
+    fn init(&self) -> T {
+        if MAX {
+            T::LOWEST
+        } else {
+            T::HIGHEST
+        }
+    }
+    #[inline(always)]
+    fn step(&self, a: T, x: T, _: usize) -> T {
+        if MAX {
+            if x > a || is_nan(x) {
+                x
+            } else {
+                a
+            }
+        } else if x < a || is_nan(x) {
+            x
+        } else {
+            a
+        }
+    }
+    #[inline(always)]
+    fn merge(&self, a: T, b: T) -> T {
+        <Self as Reducer<T>>::step(self, a, b, 0)
+    }
+    #[inline(always)]
+    fn finish(&self, a: T, _: usize) -> T {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: T, xs: &[T], _: usize) -> T {
+        let f = |a: T, x: T| <Self as Reducer<T>>::step(self, a, x, 0);
+        f(acc, lanes_fold::<T, T, 16>(xs, self.init(), f, f))
+    }
+}
+
+/// Min and max together (`aminmax`).
+pub struct MinMax;
+impl<T: Bounded> Reducer<T> for MinMax {
+    type Acc = (T, T);
+    type Out = (T, T);
+    #[inline(always)]
+    fn init(&self) -> (T, T) {
+        (T::HIGHEST, T::LOWEST)
+    }
+    #[inline(always)]
+    fn step(&self, a: (T, T), x: T, i: usize) -> (T, T) {
+        (
+            Reducer::<T>::step(&Extremum::<false>, a.0, x, i),
+            Reducer::<T>::step(&Extremum::<true>, a.1, x, i),
+        )
+    }
+    #[inline(always)]
+    fn merge(&self, a: (T, T), b: (T, T)) -> (T, T) {
+        (
+            Reducer::<T>::merge(&Extremum::<false>, a.0, b.0),
+            Reducer::<T>::merge(&Extremum::<true>, a.1, b.1),
+        )
+    }
+    #[inline(always)]
+    fn finish(&self, a: (T, T), _: usize) -> (T, T) {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: (T, T), xs: &[T], i0: usize) -> (T, T) {
+        (
+            Extremum::<false>.fold_slice(acc.0, xs, i0),
+            Extremum::<true>.fold_slice(acc.1, xs, i0),
+        )
+    }
+}
+
+/// Value and index of the max (`MAX = true`) or min: the first occurrence wins ties, and the
+/// first NaN wins over everything (as in PyTorch).
+pub struct ArgExtremum<const MAX: bool>;
+#[inline(always)]
+fn better<T: Bounded, const MAX: bool>(a: T, b: T) -> bool {
+    if MAX {
+        gt_nan(a, b)
+    } else {
+        lt_nan(a, b)
+    }
+}
+impl<T: Bounded, const MAX: bool> Reducer<T> for ArgExtremum<MAX> {
+    /// (value, index); index -1 means "nothing seen yet".
+    type Acc = (T, i64);
+    type Out = (T, i64);
+    #[inline(always)]
+    fn init(&self) -> (T, i64) {
+        (T::default(), -1)
+    }
+    #[inline(always)]
+    fn step(&self, a: (T, i64), x: T, i: usize) -> (T, i64) {
+        if a.1 < 0 || better::<T, MAX>(x, a.0) {
+            (x, i as i64)
+        } else {
+            a
+        }
+    }
+    #[inline(always)]
+    fn merge(&self, a: (T, i64), b: (T, i64)) -> (T, i64) {
+        if a.1 < 0 || (b.1 >= 0 && better::<T, MAX>(b.0, a.0)) {
+            b
+        } else {
+            a
+        }
+    }
+    #[inline(always)]
+    fn finish(&self, a: (T, i64), _: usize) -> (T, i64) {
+        (a.0, a.1.max(0))
+    }
+}
+
+/// Welford/Chan accumulator for variance: count, mean, sum of squared deviations.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Moments {
+    pub n: f64,
+    pub mean: f64,
+    pub m2: f64,
+}
+
+impl Moments {
+    #[inline(always)]
+    fn merge(a: Moments, b: Moments) -> Moments {
+        if a.n == 0.0 {
+            return b;
+        }
+        if b.n == 0.0 {
+            return a;
+        }
+        let n = a.n + b.n;
+        let d = b.mean - a.mean;
+        Moments {
+            n,
+            mean: a.mean + d * (b.n / n),
+            m2: a.m2 + b.m2 + d * d * (a.n * b.n / n),
+        }
+    }
+}
+
+/// Variance with `correction` (1 = unbiased). Output: (variance, mean).
+pub struct Variance {
+    pub correction: f64,
+}
+impl<T: Element> Reducer<T> for Variance {
+    type Acc = Moments;
+    type Out = (f64, f64);
+    #[inline(always)]
+    fn init(&self) -> Moments {
+        Moments::default()
+    }
+    #[inline(always)]
+    fn step(&self, a: Moments, x: T, _: usize) -> Moments {
+        let x = x.to_f64();
+        let n = a.n + 1.0;
+        let d = x - a.mean;
+        let mean = a.mean + d / n;
+        Moments {
+            n,
+            mean,
+            m2: a.m2 + d * (x - mean),
+        }
+    }
+    #[inline(always)]
+    fn merge(&self, a: Moments, b: Moments) -> Moments {
+        Moments::merge(a, b)
+    }
+    #[inline(always)]
+    fn finish(&self, a: Moments, _: usize) -> (f64, f64) {
+        let mean = if a.n == 0.0 { f64::NAN } else { a.mean };
+        let dof = (a.n - self.correction).max(0.0);
+        (a.m2 / dof, mean)
+    }
+    /// Two passes over a contiguous run (exact mean first), then merged as one block.
+    #[inline(always)]
+    fn fold_slice(&self, acc: Moments, xs: &[T], _: usize) -> Moments {
+        if xs.is_empty() {
+            return acc;
+        }
+        let n = xs.len() as f64;
+        let mean = lanes_fold::<T, f64, 8>(xs, 0.0, |a, x| a + x.to_f64(), |a, b| a + b) / n;
+        let m2 = lanes_fold::<T, f64, 8>(
+            xs,
+            0.0,
+            |a, x| {
+                let d = x.to_f64() - mean;
+                a + d * d
+            },
+            |a, b| a + b,
+        );
+        Moments::merge(acc, Moments { n, mean, m2 })
+    }
+}
+
+/// Vector norms: `KIND` 0 = count of non-zeros, 1 = sum |x|, 2 = sqrt(sum x^2),
+/// 3 = max |x|, 4 = min |x|, 5 = (sum |x|^p)^(1/p).
+pub struct Norm<const KIND: u8> {
+    pub p: f64,
+}
+impl<T: Element, const KIND: u8> Reducer<T> for Norm<KIND> {
+    type Acc = f64;
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> f64 {
+        if KIND == 4 {
+            f64::INFINITY
+        } else {
+            0.0
+        }
+    }
+    #[inline(always)]
+    fn step(&self, a: f64, x: T, _: usize) -> f64 {
+        let v = x.to_f64();
+        match KIND {
+            0 => a + (v != 0.0) as u8 as f64,
+            1 => a + v.abs(),
+            2 => a + v * v,
+            3 => {
+                let v = v.abs();
+                if v > a || is_nan(v) {
+                    v
+                } else {
+                    a
+                }
+            }
+            4 => {
+                let v = v.abs();
+                if v < a || is_nan(v) {
+                    v
+                } else {
+                    a
+                }
+            }
+            _ => a + v.abs().powf(self.p),
+        }
+    }
+    #[inline(always)]
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        match KIND {
+            3 => {
+                if b > a || is_nan(b) {
+                    b
+                } else {
+                    a
+                }
+            }
+            4 => {
+                if b < a || is_nan(b) {
+                    b
+                } else {
+                    a
+                }
+            }
+            _ => a + b,
+        }
+    }
+    #[inline(always)]
+    fn finish(&self, a: f64, _: usize) -> f64 {
+        match KIND {
+            2 => a.sqrt(),
+            5 => a.powf(1.0 / self.p),
+            _ => a,
+        }
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: f64, xs: &[T], _: usize) -> f64 {
+        let f = |a, x| <Self as Reducer<T>>::step(self, a, x, 0);
+        let m = |a, b| <Self as Reducer<T>>::merge(self, a, b);
+        m(
+            acc,
+            lanes_fold::<T, f64, 8>(xs, <Self as Reducer<T>>::init(self), f, m),
+        )
+    }
+}
+
+/// `all` (`ALL = true`) or `any`: is every / some element non-zero.
+pub struct AllAny<const ALL: bool>;
+impl<T: Element, const ALL: bool> Reducer<T> for AllAny<ALL> {
+    type Acc = bool;
+    type Out = bool;
+    #[inline(always)]
+    fn init(&self) -> bool {
+        ALL
+    }
+    #[inline(always)]
+    fn step(&self, a: bool, x: T, _: usize) -> bool {
+        if ALL {
+            a && !x.is_zero()
+        } else {
+            a || !x.is_zero()
+        }
+    }
+    #[inline(always)]
+    fn merge(&self, a: bool, b: bool) -> bool {
+        if ALL {
+            a && b
+        } else {
+            a || b
+        }
+    }
+    #[inline(always)]
+    fn finish(&self, a: bool, _: usize) -> bool {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: bool, xs: &[T], _: usize) -> bool {
+        if ALL {
+            acc && xs.iter().all(|x| !x.is_zero())
+        } else {
+            acc || xs.iter().any(|x| !x.is_zero())
+        }
+    }
+}
+
+/// Number of non-zero elements.
+pub struct CountNonzero;
+impl<T: Element> Reducer<T> for CountNonzero {
+    type Acc = i64;
+    type Out = i64;
+    #[inline(always)]
+    fn init(&self) -> i64 {
+        0
+    }
+    #[inline(always)]
+    fn step(&self, a: i64, x: T, _: usize) -> i64 {
+        a + (!x.is_zero()) as i64
+    }
+    #[inline(always)]
+    fn merge(&self, a: i64, b: i64) -> i64 {
+        a + b
+    }
+    #[inline(always)]
+    fn finish(&self, a: i64, _: usize) -> i64 {
+        a
+    }
+    #[inline(always)]
+    fn fold_slice(&self, acc: i64, xs: &[T], _: usize) -> i64 {
+        acc + lanes_fold::<T, i64, 16>(xs, 0, |a, x| a + (!x.is_zero()) as i64, |a, b| a + b)
+    }
+}
+
+/// `log(sum(exp(x)))` in one pass: running max `m` and `s = sum(exp(x - m))`, rescaled when
+/// the max grows. Infinite maxima are handled like PyTorch (all -inf -> -inf, any +inf -> inf).
+pub struct LogSumExp;
+impl LogSumExp {
+    #[inline(always)]
+    fn add(a: (f64, f64), m: f64, s: f64) -> (f64, f64) {
+        // Combine (a.0, a.1) with a block of maximum m and scaled sum s.
+        if is_nan(m) || is_nan(a.0) {
+            return (f64::NAN, f64::NAN);
+        }
+        if m > a.0 {
+            let scale = if a.0 == f64::NEG_INFINITY {
+                0.0
+            } else {
+                (a.0 - m).exp()
+            };
+            (m, a.1 * scale + s)
+        } else if m == a.0 {
+            (m, a.1 + s)
+        } else {
+            let scale = if m == f64::NEG_INFINITY {
+                0.0
+            } else {
+                (m - a.0).exp()
+            };
+            (a.0, a.1 + s * scale)
+        }
+    }
+}
+impl<T: Element> Reducer<T> for LogSumExp {
+    type Acc = (f64, f64);
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> (f64, f64) {
+        (f64::NEG_INFINITY, 0.0)
+    }
+    #[inline(always)]
+    fn step(&self, a: (f64, f64), x: T, _: usize) -> (f64, f64) {
+        Self::add(a, x.to_f64(), 1.0)
+    }
+    #[inline(always)]
+    fn merge(&self, a: (f64, f64), b: (f64, f64)) -> (f64, f64) {
+        if b.1 == 0.0 && !is_nan(b.0) {
+            return a;
+        }
+        Self::add(a, b.0, b.1)
+    }
+    #[inline(always)]
+    fn finish(&self, a: (f64, f64), _: usize) -> f64 {
+        if a.0.is_infinite() {
+            return a.0;
+        }
+        a.0 + a.1.ln()
+    }
+    /// Two passes over a contiguous run: its max, then the sum of exp(x - max).
+    #[inline(always)]
+    fn fold_slice(&self, acc: (f64, f64), xs: &[T], _: usize) -> (f64, f64) {
+        if xs.is_empty() {
+            return acc;
+        }
+        let m = lanes_fold::<T, f64, 8>(
+            xs,
+            f64::NEG_INFINITY,
+            |a, x| {
+                let v = x.to_f64();
+                if v > a || is_nan(v) {
+                    v
+                } else {
+                    a
+                }
+            },
+            |a, b| if b > a || is_nan(b) { b } else { a },
+        );
+        if is_nan(m) {
+            return (f64::NAN, f64::NAN);
+        }
+        if m.is_infinite() {
+            // All -inf (contributes nothing) or some +inf (the result is +inf).
+            let cnt = xs.iter().filter(|x| x.to_f64() == m).count() as f64;
+            return Self::add(acc, m, if m > 0.0 { cnt } else { 0.0 });
+        }
+        let s = lanes_fold::<T, f64, 8>(xs, 0.0, |a, x| a + (x.to_f64() - m).exp(), |a, b| a + b);
+        Self::add(acc, m, s)
+    }
+}
+
+// ------------------------------------------------------------------------------- driver
+
+/// How the reduced and kept dims of one input are walked.
+struct Plan {
+    kept: Coalesced<1>,
+    red: Coalesced<1>,
+    offset: usize,
+    out_numel: usize,
+    red_numel: usize,
+}
+
+impl Plan {
+    fn new(layout: &Layout, reduce: &[bool]) -> Plan {
+        let (mut ks, mut kst, mut rs, mut rst) =
+            (Dims::new(), Dims::new(), Dims::new(), Dims::new());
+        for d in 0..layout.ndim() {
+            if reduce[d] {
+                rs.push(layout.shape[d]);
+                rst.push(layout.strides[d]);
+            } else {
+                ks.push(layout.shape[d]);
+                kst.push(layout.strides[d]);
+            }
+        }
+        Plan {
+            kept: coalesce(&ks, [&kst]),
+            red: coalesce(&rs, [&rst]),
+            offset: layout.offset,
+            out_numel: ks.iter().product(),
+            red_numel: rs.iter().product(),
+        }
+    }
+
+    /// Storage offset of the first element of output `o`.
+    fn kept_base(&self, o: usize) -> usize {
+        let mut base = self.offset;
+        self.kept
+            .for_each_run([self.offset], o, o + 1, |[b], _, _| base = b);
+        base
+    }
+}
+
+/// Fold reduced elements `start..end` of the output whose first element is at `base`.
+#[inline]
+fn fold_range<T: Copy, R: Reducer<T>>(
+    r: &R,
+    src: &[T],
+    red: &Coalesced<1>,
+    base: usize,
+    start: usize,
+    end: usize,
+    acc: R::Acc,
+) -> R::Acc {
+    if red.shape.len() == 1 {
+        let st = red.strides[0][0];
+        if st == 1 {
+            return r.fold_slice(acc, &src[base + start..base + end], start);
+        }
+        let mut a = acc;
+        for i in start..end {
+            a = r.step(a, src[base + i * st], i);
+        }
+        return a;
+    }
+    let mut a = acc;
+    let mut pos = start;
+    red.for_each_run([base], start, end, |[o], len, [st]| {
+        if st == 1 {
+            a = r.fold_slice(a, &src[o..o + len], pos);
+        } else {
+            for i in 0..len {
+                a = r.step(a, src[o + i * st], pos + i);
+            }
+        }
+        pos += len;
+    });
+    a
+}
+
+/// Reduce the dims of `layout` flagged in `reduce` (one flag per dim). The outputs come in
+/// row-major order of the kept dims.
+pub fn reduce<T: Copy + Send + Sync, R: Reducer<T>>(
+    src: &[T],
+    layout: &Layout,
+    reduce: &[bool],
+    r: &R,
+) -> Vec<R::Out> {
+    let p = Plan::new(layout, reduce);
+    let (no, n) = (p.out_numel, p.red_numel);
+    if no == 0 {
+        return Vec::new();
+    }
+    if n == 0 {
+        return vec![r.finish(r.init(), 0); no];
+    }
+    let kd = p.kept.shape.len();
+    let k_inner = p.kept.shape[kd - 1];
+    let k_stride = p.kept.strides[0][kd - 1];
+    let r_stride = p.red.strides[0][p.red.shape.len() - 1];
+    if r_stride != 1 && k_stride == 1 && k_inner > 1 && n > 1 {
+        reduce_columns(src, &p, r)
+    } else {
+        reduce_rows(src, &p, r)
+    }
+}
+
+fn reduce_rows<T: Copy + Send + Sync, R: Reducer<T>>(src: &[T], p: &Plan, r: &R) -> Vec<R::Out> {
+    let (no, n) = (p.out_numel, p.red_numel);
+    let mut out = vec![R::Out::default(); no];
+    let total = no.saturating_mul(n);
+    let threads = rayon::current_num_threads();
+    let run_outputs = |o0: usize, out: &mut [R::Out]| {
+        let mut w = 0;
+        p.kept
+            .for_each_run([p.offset], o0, o0 + out.len(), |[b], len, [st]| {
+                for t in 0..len {
+                    let acc = fold_range(r, src, &p.red, b + t * st, 0, n, r.init());
+                    out[w] = r.finish(acc, n);
+                    w += 1;
+                }
+            });
+    };
+    if total < PAR_THRESHOLD || threads == 1 {
+        run_outputs(0, &mut out);
+    } else if no >= 4 * threads || n < PAR_THRESHOLD {
+        // Many outputs: each task takes a run of whole outputs.
+        let per = (chunk_len(total) / n).max(1);
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(c, o)| run_outputs(c * per, o));
+    } else {
+        // Few long outputs: split each one's reduced range, merge partials in order.
+        let cl = chunk_len(n);
+        let parts = n.div_ceil(cl);
+        for (o, slot) in out.iter_mut().enumerate() {
+            let base = p.kept_base(o);
+            let partials: Vec<R::Acc> = (0..parts)
+                .into_par_iter()
+                .map(|k| {
+                    let (s, e) = (k * cl, ((k + 1) * cl).min(n));
+                    fold_range(r, src, &p.red, base, s, e, r.init())
+                })
+                .collect();
+            let acc = partials.into_iter().fold(r.init(), |a, b| r.merge(a, b));
+            *slot = r.finish(acc, n);
+        }
+    }
+    out
+}
+
+/// Output-row tile width of the column loop (its accumulators stay in L1).
+const COL_TILE: usize = 512;
+
+fn reduce_columns<T: Copy + Send + Sync, R: Reducer<T>>(src: &[T], p: &Plan, r: &R) -> Vec<R::Out> {
+    let (no, n) = (p.out_numel, p.red_numel);
+    let kd = p.kept.shape.len();
+    let k = p.kept.shape[kd - 1];
+    let groups = no / k;
+    let mut out = vec![R::Out::default(); no];
+    let total = no.saturating_mul(n);
+    let threads = rayon::current_num_threads();
+    let tiles_per_group = k.div_ceil(COL_TILE);
+    let tasks = groups * tiles_per_group;
+    // Split the reduced range too when there are too few tiles to keep every thread busy.
+    let splits = if total >= PAR_THRESHOLD && tasks < 2 * threads && n >= 4 * threads {
+        (2 * threads).min(n)
+    } else {
+        1
+    };
+
+    // Accumulate reduced positions `ns..ne` for columns `j0..j0 + acc.len()` of a group.
+    let partial = |base: usize, j0: usize, ns: usize, ne: usize, acc: &mut [R::Acc]| {
+        let jw = acc.len();
+        let mut pos = ns;
+        p.red.for_each_run([base + j0], ns, ne, |[ro], len, [rst]| {
+            for t in 0..len {
+                let off = ro + t * rst;
+                let row = &src[off..off + jw];
+                for (a, &x) in acc.iter_mut().zip(row) {
+                    *a = r.step(*a, x, pos);
+                }
+                pos += 1;
+            }
+        });
+    };
+    let run_tile = |g: usize, j0: usize, o: &mut [R::Out]| {
+        let base = p.kept_base(g * k);
+        let jw = o.len();
+        let acc = if splits > 1 {
+            let parts: Vec<Vec<R::Acc>> = (0..splits)
+                .into_par_iter()
+                .map(|s| {
+                    let mut acc = vec![r.init(); jw];
+                    partial(base, j0, n * s / splits, n * (s + 1) / splits, &mut acc);
+                    acc
+                })
+                .collect();
+            let mut acc = vec![r.init(); jw];
+            for part in parts {
+                for (a, b) in acc.iter_mut().zip(part) {
+                    *a = r.merge(*a, b);
+                }
+            }
+            acc
+        } else {
+            let mut acc = vec![r.init(); jw];
+            partial(base, j0, 0, n, &mut acc);
+            acc
+        };
+        for (o, a) in o.iter_mut().zip(acc) {
+            *o = r.finish(a, n);
+        }
+    };
+    let run_group = |g: usize, row: &mut [R::Out]| {
+        for (t, o) in row.chunks_mut(COL_TILE).enumerate() {
+            run_tile(g, t * COL_TILE, o);
+        }
+    };
+    if total < PAR_THRESHOLD || threads == 1 {
+        for (g, row) in out.chunks_mut(k).enumerate() {
+            run_group(g, row);
+        }
+    } else {
+        out.par_chunks_mut(k).enumerate().for_each(|(g, row)| {
+            row.par_chunks_mut(COL_TILE)
+                .enumerate()
+                .for_each(|(t, o)| run_tile(g, t * COL_TILE, o));
+        });
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------- scans
+
+/// An inclusive scan along one dim: `out[i] = emit(fold(x[0..=i]))`.
+pub trait Scanner<T: Copy>: Sync {
+    type Acc: Copy + Send + Sync;
+    type Out: Copy + Send + Sync + Default;
+    fn init(&self) -> Self::Acc;
+    fn step(&self, acc: Self::Acc, x: T, i: usize) -> Self::Acc;
+    fn emit(&self, acc: Self::Acc) -> Self::Out;
+}
+
+/// Running sum in f64 (floats; PyTorch's CPU accumulation type).
+pub struct CumSumFloat;
+impl<T: Element> Scanner<T> for CumSumFloat {
+    type Acc = f64;
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn step(&self, a: f64, x: T, _: usize) -> f64 {
+        a + x.to_f64()
+    }
+    #[inline(always)]
+    fn emit(&self, a: f64) -> f64 {
+        a
+    }
+}
+
+/// Running product in f64.
+pub struct CumProdFloat;
+impl<T: Element> Scanner<T> for CumProdFloat {
+    type Acc = f64;
+    type Out = f64;
+    #[inline(always)]
+    fn init(&self) -> f64 {
+        1.0
+    }
+    #[inline(always)]
+    fn step(&self, a: f64, x: T, _: usize) -> f64 {
+        a * x.to_f64()
+    }
+    #[inline(always)]
+    fn emit(&self, a: f64) -> f64 {
+        a
+    }
+}
+
+/// Running sum (`PROD = false`) or product of integers, wrapping in i64.
+pub struct CumInt<const PROD: bool>;
+impl<T: Element, const PROD: bool> Scanner<T> for CumInt<PROD> {
+    type Acc = i64;
+    type Out = i64;
+    #[inline(always)]
+    fn init(&self) -> i64 {
+        PROD as i64
+    }
+    #[inline(always)]
+    fn step(&self, a: i64, x: T, _: usize) -> i64 {
+        if PROD {
+            a.wrapping_mul(x.to_i64())
+        } else {
+            a.wrapping_add(x.to_i64())
+        }
+    }
+    #[inline(always)]
+    fn emit(&self, a: i64) -> i64 {
+        a
+    }
+}
+
+/// Running max (`MAX = true`) or min with its index. Ties move the index to the later
+/// element, and NaN sticks (each later NaN takes the index), as PyTorch's `cummax`.
+pub struct CumExtremum<const MAX: bool>;
+impl<T: Bounded, const MAX: bool> Scanner<T> for CumExtremum<MAX> {
+    type Acc = (T, i64);
+    type Out = (T, i64);
+    #[inline(always)]
+    fn init(&self) -> (T, i64) {
+        (if MAX { T::LOWEST } else { T::HIGHEST }, 0)
+    }
+    #[inline(always)]
+    fn step(&self, a: (T, i64), x: T, i: usize) -> (T, i64) {
+        let take = is_nan(x) || (!is_nan(a.0) && if MAX { x >= a.0 } else { x <= a.0 });
+        if take {
+            (x, i as i64)
+        } else {
+            a
+        }
+    }
+    #[inline(always)]
+    fn emit(&self, a: (T, i64)) -> (T, i64) {
+        a
+    }
+}
+
+/// `(outer, n, inner)`: a contiguous tensor seen as lines of length `n` along one dim.
+pub fn split_dims(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    (
+        shape[..dim].iter().product(),
+        shape[dim],
+        shape[dim + 1..].iter().product(),
+    )
+}
+
+/// Inclusive scan along `dim` of a contiguous tensor with `shape`; the output is contiguous.
+pub fn scan<T: Copy + Send + Sync, S: Scanner<T>>(
+    src: &[T],
+    shape: &[usize],
+    dim: usize,
+    s: &S,
+) -> Vec<S::Out> {
+    let (outer, n, inner) = split_dims(shape, dim);
+    let total = outer * n * inner;
+    let mut out = vec![S::Out::default(); total];
+    if total == 0 {
+        return out;
+    }
+    let par = total >= PAR_THRESHOLD && rayon::current_num_threads() > 1;
+    if inner == 1 {
+        let row = |x: &[T], o: &mut [S::Out]| {
+            let mut a = s.init();
+            for (i, (o, &x)) in o.iter_mut().zip(x).enumerate() {
+                a = s.step(a, x, i);
+                *o = s.emit(a);
+            }
+        };
+        if par {
+            let rows = (chunk_len(total) / n).max(1);
+            out.par_chunks_mut(rows * n)
+                .zip(src.par_chunks(rows * n))
+                .for_each(|(o, x)| {
+                    for (o, x) in o.chunks_mut(n).zip(x.chunks(n)) {
+                        row(x, o);
+                    }
+                });
+        } else {
+            for (o, x) in out.chunks_mut(n).zip(src.chunks(n)) {
+                row(x, o);
+            }
+        }
+        return out;
+    }
+    // Column form: a vector of accumulators walks down the lines of one tile of columns.
+    let tiles = inner.div_ceil(COL_TILE);
+    let ptr = SyncPtr(out.as_mut_ptr());
+    let task = |t: usize| {
+        let (o, tile) = (t / tiles, t % tiles);
+        let j0 = tile * COL_TILE;
+        let jw = COL_TILE.min(inner - j0);
+        let mut acc = vec![s.init(); jw];
+        for i in 0..n {
+            let start = o * n * inner + i * inner + j0;
+            let x = &src[start..start + jw];
+            // SAFETY: task (o, tile) is the only one touching columns j0..j0+jw of block o.
+            let y = unsafe { ptr.slice(start, jw) };
+            for ((a, &x), y) in acc.iter_mut().zip(x).zip(y.iter_mut()) {
+                *a = s.step(*a, x, i);
+                *y = s.emit(*a);
+            }
+        }
+    };
+    if par {
+        (0..outer * tiles).into_par_iter().for_each(task);
+    } else {
+        (0..outer * tiles).for_each(task);
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------- softmax
+
+/// `exp` for softmax kernels: branch-free (vectorizable) for f32, `std` for f64.
+pub trait SoftmaxFloat: FloatElement {
+    fn fexp(self) -> Self;
+}
+impl SoftmaxFloat for f32 {
+    #[inline(always)]
+    fn fexp(self) -> f32 {
+        exp_f32(self)
+    }
+}
+impl SoftmaxFloat for f64 {
+    #[inline(always)]
+    fn fexp(self) -> f64 {
+        self.exp()
+    }
+}
+
+/// e^x for f32 without branches or table lookups, so loops calling it vectorize: Cody-Waite
+/// range reduction x = n ln2 + r, a degree-6 polynomial for e^r (Cephes' `expf`, about 1 ulp),
+/// and 2^n built from exponent bits in two factors so subnormal results come out right.
+/// NaN propagates; +inf -> inf; -inf and x < -104 -> 0.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // Adding 1.5 * 2^23 rounds to an integer, which lands in the low mantissa bits.
+    const MAGIC: f32 = 12_582_912.0;
+    let xc = if x < -104.0 { -104.0 } else { x };
+    let xc = if xc > 89.0 { 89.0 } else { xc };
+    let t = xc * LOG2E + MAGIC;
+    let n = t - MAGIC;
+    let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let mut p = 1.987_569_1e-4f32;
+    p = p * r + 1.398_199_9e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 5.000_000_1e-1;
+    let y = p * r * r + r + 1.0;
+    let n1 = ni >> 1;
+    let n2 = ni.wrapping_sub(n1);
+    let s1 = f32::from_bits((n1.wrapping_add(127) as u32) << 23);
+    let s2 = f32::from_bits((n2.wrapping_add(127) as u32) << 23);
+    let v = y * s1 * s2;
+    if x < -104.0 {
+        0.0
+    } else {
+        v
+    }
+}
+
+#[inline(always)]
+fn max_lanes<T: SoftmaxFloat>(x: &[T]) -> T {
+    let f = |a: T, v: T| if v > a || is_nan(v) { v } else { a };
+    lanes_fold::<T, T, 16>(x, T::neg_infinity(), f, f)
+}
+
+/// Softmax (or log-softmax) of one contiguous row.
+#[inline(always)]
+fn softmax_row<T: SoftmaxFloat>(x: &[T], y: &mut [T], log: bool) {
+    let m = max_lanes(x);
+    if log {
+        let s = lanes_fold::<T, T, 16>(
+            x,
+            <T as Element>::zero(),
+            |a, v| a + (v - m).fexp(),
+            |a, b| a + b,
+        );
+        let lse = m + s.ln();
+        for (y, &v) in y.iter_mut().zip(x) {
+            *y = v - lse;
+        }
+    } else {
+        const L: usize = 16;
+        let mut lanes = [<T as Element>::zero(); L];
+        let (xc, xr) = x.as_chunks::<L>();
+        let (yc, yr) = y.as_chunks_mut::<L>();
+        for (yc, xc) in yc.iter_mut().zip(xc) {
+            for k in 0..L {
+                let e = (xc[k] - m).fexp();
+                yc[k] = e;
+                lanes[k] = lanes[k] + e;
+            }
+        }
+        let mut s = lanes.iter().fold(<T as Element>::zero(), |a, &b| a + b);
+        for (y, &v) in yr.iter_mut().zip(xr) {
+            let e = (v - m).fexp();
+            *y = e;
+            s = s + e;
+        }
+        let inv = <T as Element>::one() / s;
+        for y in y.iter_mut() {
+            *y = *y * inv;
+        }
+    }
+}
+
+/// Softmax (`log = false`) or log-softmax along `dim` of a contiguous tensor with `shape`.
+pub fn softmax<T: SoftmaxFloat>(src: &[T], shape: &[usize], dim: usize, log: bool) -> Vec<T> {
+    let (outer, n, inner) = split_dims(shape, dim);
+    let total = outer * n * inner;
+    let mut out = vec![<T as Element>::zero(); total];
+    if total == 0 {
+        return out;
+    }
+    let par = total >= PAR_THRESHOLD && rayon::current_num_threads() > 1;
+    if inner == 1 {
+        if par {
+            let rows = (chunk_len(total) / n).max(1);
+            out.par_chunks_mut(rows * n)
+                .zip(src.par_chunks(rows * n))
+                .for_each(|(o, x)| {
+                    for (o, x) in o.chunks_mut(n).zip(x.chunks(n)) {
+                        softmax_row(x, o, log);
+                    }
+                });
+        } else {
+            for (o, x) in out.chunks_mut(n).zip(src.chunks(n)) {
+                softmax_row(x, o, log);
+            }
+        }
+        return out;
+    }
+    // Column form: vectors of maxima and sums over a tile of columns, no transposes.
+    let tiles = inner.div_ceil(COL_TILE);
+    let ptr = SyncPtr(out.as_mut_ptr());
+    let task = |t: usize| {
+        let (o, tile) = (t / tiles, t % tiles);
+        let j0 = tile * COL_TILE;
+        let jw = COL_TILE.min(inner - j0);
+        let row = |i: usize| o * n * inner + i * inner + j0;
+        let mut m = vec![T::neg_infinity(); jw];
+        for i in 0..n {
+            for (m, &v) in m.iter_mut().zip(&src[row(i)..row(i) + jw]) {
+                if v > *m || is_nan(v) {
+                    *m = v;
+                }
+            }
+        }
+        let mut s = vec![<T as Element>::zero(); jw];
+        for i in 0..n {
+            let x = &src[row(i)..row(i) + jw];
+            // SAFETY: task (o, tile) is the only one touching columns j0..j0+jw of block o.
+            let y = unsafe { ptr.slice(row(i), jw) };
+            for (((y, &v), &m), s) in y.iter_mut().zip(x).zip(&m).zip(s.iter_mut()) {
+                let e = (v - m).fexp();
+                *s = *s + e;
+                if !log {
+                    *y = e;
+                }
+            }
+        }
+        if log {
+            for (s, &m) in s.iter_mut().zip(&m) {
+                *s = m + s.ln();
+            }
+        } else {
+            for s in s.iter_mut() {
+                *s = <T as Element>::one() / *s;
+            }
+        }
+        for i in 0..n {
+            let x = &src[row(i)..row(i) + jw];
+            // SAFETY: as above.
+            let y = unsafe { ptr.slice(row(i), jw) };
+            for ((y, &v), &s) in y.iter_mut().zip(x).zip(&s) {
+                *y = if log { v - s } else { *y * s };
+            }
+        }
+    };
+    if par {
+        (0..outer * tiles).into_par_iter().for_each(task);
+    } else {
+        (0..outer * tiles).for_each(task);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mask(nd: usize, dims: &[usize]) -> Vec<bool> {
+        (0..nd).map(|d| dims.contains(&d)).collect()
+    }
+
+    #[test]
+    fn exp_f32_matches_std() {
+        let mut worst = 0.0f64;
+        let mut x = -103.0f32;
+        while x < 88.0 {
+            let (a, b) = (exp_f32(x) as f64, (x as f64).exp());
+            if b > 1e-37 {
+                worst = worst.max(((a - b) / b).abs());
+            }
+            x += 0.0137;
+        }
+        assert!(worst < 3e-7, "worst relative error {worst}");
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32(-1000.0), 0.0);
+        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
+        assert!(exp_f32(f32::NAN).is_nan());
+        assert_eq!(exp_f32(0.0), 1.0);
+    }
+
+    #[test]
+    fn sum_rows_columns_and_strided() {
+        // 3 x 4 x 5 tensor with values 0..60.
+        let v: Vec<f32> = (0..60).map(|i| i as f32).collect();
+        let l = Layout::contiguous(&[3, 4, 5]);
+        let all = reduce(&v, &l, &mask(3, &[0, 1, 2]), &SumF32);
+        assert_eq!(all, vec![1770.0]);
+        // Last dim (rows).
+        let last = reduce(&v, &l, &mask(3, &[2]), &SumF32);
+        assert_eq!(last[0], 10.0);
+        assert_eq!(last[11], (55..60).sum::<i32>() as f64);
+        // First dim (columns).
+        let first = reduce(&v, &l, &mask(3, &[0]), &SumF32);
+        assert_eq!(first.len(), 20);
+        assert_eq!(first[0], 0.0 + 20.0 + 40.0);
+        assert_eq!(first[19], 19.0 + 39.0 + 59.0);
+        // Middle dim.
+        let mid = reduce(&v, &l, &mask(3, &[1]), &SumF32);
+        assert_eq!(mid[0], 0.0 + 5.0 + 10.0 + 15.0);
+        // Transposed view: sum over its last dim == sum over dim 0 of the original.
+        let t = l.transpose(0, 2);
+        let tl = reduce(&v, &t, &mask(3, &[2]), &SumF32);
+        assert_eq!(tl[0], first[0]);
+    }
+
+    #[test]
+    fn argmax_first_occurrence_and_nan() {
+        let v = [1.0f32, 3.0, 3.0, 2.0];
+        let l = Layout::contiguous(&[4]);
+        let r = reduce(&v, &l, &[true], &ArgExtremum::<true>);
+        assert_eq!(r, vec![(3.0, 1)]);
+        let v = [1.0f32, f32::NAN, 5.0, f32::NAN];
+        let r = reduce(&v, &l, &[true], &ArgExtremum::<false>);
+        assert!(r[0].0.is_nan() && r[0].1 == 1);
+    }
+
+    #[test]
+    fn large_parallel_sum_is_accurate() {
+        let n = 1 << 20;
+        let v: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 0.001).collect();
+        let exact: f64 = v.iter().map(|&x| x as f64).sum();
+        let got = reduce(&v, &Layout::contiguous(&[n]), &[true], &SumF32)[0];
+        assert!((got - exact).abs() / exact < 1e-7);
+        // Column sum of a tall matrix splits the reduced range across threads.
+        let cols = reduce(
+            &v,
+            &Layout::contiguous(&[n / 4, 4]),
+            &[true, false],
+            &SumF32,
+        );
+        let exact0: f64 = v.iter().step_by(4).map(|&x| x as f64).sum();
+        assert!((cols[0] - exact0).abs() / exact0 < 1e-7);
+    }
+
+    #[test]
+    fn variance_two_pass_and_welford_agree() {
+        let v: Vec<f64> = (0..1000)
+            .map(|i| (i as f64 * 0.37).sin() * 10.0 + 5.0)
+            .collect();
+        let mean = v.iter().sum::<f64>() / 1000.0;
+        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 999.0;
+        let r = Variance { correction: 1.0 };
+        let rows = reduce(&v, &Layout::contiguous(&[1000]), &[true], &r)[0];
+        let cols = reduce(&v, &Layout::contiguous(&[1000, 1]), &[true, false], &r)[0];
+        let strided = reduce(
+            &v,
+            &Layout::contiguous(&[500, 2]).transpose(0, 1),
+            &[false, true],
+            &r,
+        );
+        assert!((rows.0 - var).abs() < 1e-9 && (cols.0 - var).abs() < 1e-9);
+        assert!((rows.1 - mean).abs() < 1e-12);
+        assert_eq!(strided.len(), 2);
+    }
+
+    #[test]
+    fn scans_and_softmax() {
+        let v = [1i32, 2, 3, 4, 5, 6];
+        assert_eq!(
+            scan(&v, &[2, 3], 1, &CumInt::<false>),
+            vec![1, 3, 6, 4, 9, 15]
+        );
+        assert_eq!(
+            scan(&v, &[2, 3], 0, &CumInt::<false>),
+            vec![1, 2, 3, 5, 7, 9]
+        );
+        let c = scan(&[1.0f32, 3.0, 3.0, 2.0], &[4], 0, &CumExtremum::<true>);
+        assert_eq!(c.iter().map(|x| x.1).collect::<Vec<_>>(), vec![0, 1, 2, 2]);
+        let x = [1.0f32, 2.0, 3.0, 1000.0, 1000.0, 1000.0];
+        let s = softmax(&x, &[2, 3], 1, false);
+        assert!((s[0] + s[1] + s[2] - 1.0).abs() < 1e-6);
+        assert!((s[3] - 1.0 / 3.0).abs() < 1e-6);
+        let cs = softmax(&x, &[2, 3], 0, false);
+        assert!((cs[0] + cs[3] - 1.0).abs() < 1e-6);
+        let ls = softmax(&x, &[2, 3], 1, true);
+        assert!((ls[2] - s[2].ln()).abs() < 1e-5);
+    }
+}

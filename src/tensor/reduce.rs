@@ -1,0 +1,724 @@
+//! Reductions (`sum`, `mean`, `max`, `var`, `norm`, `logsumexp`, `all`...), scans (`cumsum`,
+//! `cummax`...) and `softmax`/`log_softmax`, with PyTorch's dtype rules: integer and bool
+//! sums/products give int64, `mean`/`var`/`norm` need floating point, f16/bf16 are accumulated
+//! in f32 or f64. Kernels are in `crate::cpu::reduce`; this file validates and dispatches.
+
+use super::Tensor;
+use crate::cpu::reduce::{self as k, Reducer, Scanner};
+use crate::layout::normalize_dim;
+use crate::{with_dtype, with_float_dtype, DType, Element, Error, Result};
+
+/// Flags for the dims a reduction removes: all of them for `None` or an empty list (as
+/// PyTorch treats `dim=()`), else those listed (negative allowed, no repeats).
+pub(crate) fn reduce_mask(ndim: usize, dims: Option<&[i64]>) -> Result<Vec<bool>> {
+    let mut mask = vec![false; ndim];
+    match dims {
+        None => mask.fill(true),
+        Some([]) => mask.fill(true),
+        Some(ds) => {
+            for &d in ds {
+                let k = normalize_dim(d, ndim)?;
+                if ndim == 0 {
+                    continue;
+                }
+                if mask[k] {
+                    return Err(Error::Runtime(format!(
+                        "dim {k} appears multiple times in the list of dims"
+                    )));
+                }
+                mask[k] = true;
+            }
+        }
+    }
+    Ok(mask)
+}
+
+/// The output shape of a reduction.
+pub(crate) fn reduced_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
+    shape
+        .iter()
+        .zip(mask)
+        .filter_map(|(&s, &m)| match (m, keepdim) {
+            (false, _) => Some(s),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect()
+}
+
+fn reduced_numel(shape: &[usize], mask: &[bool]) -> usize {
+    shape
+        .iter()
+        .zip(mask)
+        .filter(|(_, &m)| m)
+        .map(|(&s, _)| s)
+        .product()
+}
+
+fn run<T: Element, R: Reducer<T>>(t: &Tensor, mask: &[bool], r: &R) -> Result<Vec<R::Out>> {
+    Ok(k::reduce(t.storage_slice::<T>()?, t.layout(), mask, r))
+}
+
+/// A tensor of `dtype` from f64 values.
+fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
+    with_dtype!(dtype, T, {
+        Tensor::from_vec_unchecked(v.into_iter().map(T::from_f64).collect::<Vec<T>>(), shape)
+    })
+}
+
+/// A tensor of `dtype` from i64 values.
+fn from_i64s(v: Vec<i64>, shape: &[usize], dtype: DType) -> Tensor {
+    if dtype == DType::I64 {
+        return Tensor::from_vec_unchecked(v, shape);
+    }
+    with_dtype!(dtype, T, {
+        Tensor::from_vec_unchecked(v.into_iter().map(T::from_i64).collect::<Vec<T>>(), shape)
+    })
+}
+
+fn require_float(op: &str, t: &Tensor, what: &str) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::Runtime(format!(
+            "{op}: {what} floating point or complex dtype but got {}",
+            t.dtype().torch_name()
+        )))
+    }
+}
+
+/// Error for an empty reduction without identity, as PyTorch's `zero_numel_check_dims`.
+fn check_nonempty_dims(op: &str, t: &Tensor, mask: &[bool], dims_given: bool) -> Result<()> {
+    if t.numel() != 0 {
+        return Ok(());
+    }
+    if !dims_given {
+        return Err(Error::Index(format!(
+            "{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        )));
+    }
+    for (d, (&s, &m)) in t.shape().iter().zip(mask).enumerate() {
+        if m && s == 0 {
+            return Err(Error::Index(format!(
+                "{op}(): Expected reduction dim {d} to have non-zero size."
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn dims_given(dims: Option<&[i64]>) -> bool {
+    matches!(dims, Some(d) if !d.is_empty())
+}
+
+fn unzip<A, B>(v: Vec<(A, B)>) -> (Vec<A>, Vec<B>) {
+    v.into_iter().unzip()
+}
+
+/// A contiguous tensor's elements as a slice (from its storage offset).
+fn contiguous_slice<T: Element>(t: &Tensor) -> Result<&[T]> {
+    debug_assert!(t.is_contiguous());
+    let off = t.storage_offset();
+    Ok(&t.storage_slice::<T>()?[off..off + t.numel()])
+}
+
+/// Float sums (f64 results) of a tensor already in its compute dtype (f32 or f64).
+fn float_sums(x: &Tensor, mask: &[bool]) -> Result<Vec<f64>> {
+    match x.dtype() {
+        DType::F32 => run::<f32, _>(x, mask, &k::SumF32),
+        DType::F64 => run::<f64, _>(x, mask, &k::SumF64),
+        d => Err(Error::UnsupportedDType {
+            op: "sum",
+            dtype: d,
+        }),
+    }
+}
+
+/// `dim` for ops that take exactly one (0-d tensors accept 0 and -1).
+fn one_dim(t: &Tensor, dim: i64) -> Result<Vec<bool>> {
+    reduce_mask(t.ndim(), Some(&[dim]))
+}
+
+impl Tensor {
+    // ------------------------------------------------------------------ sum, mean, prod
+
+    /// Sum over `dims` (all when `None`). Integer and bool inputs give int64 unless `dtype`
+    /// says otherwise; `dtype` casts the input first, as in PyTorch.
+    pub fn sum(&self, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        let out_dt = dtype.unwrap_or(if self.dtype().is_floating_point() {
+            self.dtype()
+        } else {
+            DType::I64
+        });
+        if out_dt.is_floating_point() {
+            let x = self.to_dtype(out_dt).to_dtype(out_dt.compute_dtype());
+            return Ok(from_f64s(float_sums(&x, &mask)?, &shape, out_dt));
+        }
+        let x = if self.dtype().is_floating_point() {
+            self.to_dtype(out_dt)
+        } else {
+            self.clone()
+        };
+        let v = with_dtype!(x.dtype(), T, { run::<T, _>(&x, &mask, &k::SumInt)? });
+        Ok(from_i64s(v, &shape, out_dt))
+    }
+
+    /// Mean over `dims`; floating-point input (or `dtype`) only, like PyTorch.
+    pub fn mean(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
+        let out_dt = match dtype {
+            Some(d) if !d.is_floating_point() => {
+                return Err(Error::Runtime(format!(
+                    "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: {}",
+                    d.torch_name()
+                )))
+            }
+            Some(d) => d,
+            None if !self.dtype().is_floating_point() => {
+                return Err(Error::Runtime(format!(
+                    "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                    self.dtype().torch_name()
+                )))
+            }
+            None => self.dtype(),
+        };
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        let n = reduced_numel(self.shape(), &mask) as f64;
+        let x = self.to_dtype(out_dt).to_dtype(out_dt.compute_dtype());
+        let v = float_sums(&x, &mask)?.into_iter().map(|s| s / n).collect();
+        Ok(from_f64s(v, &shape, out_dt))
+    }
+
+    /// Product over `dims`; integer and bool inputs give int64 unless `dtype` is given.
+    pub fn prod(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        let out_dt = dtype.unwrap_or(if self.dtype().is_floating_point() {
+            self.dtype()
+        } else {
+            DType::I64
+        });
+        let x = if out_dt.is_floating_point() || self.dtype().is_floating_point() {
+            self.to_dtype(out_dt)
+        } else {
+            self.clone()
+        };
+        if out_dt.is_floating_point() {
+            let v = with_dtype!(x.dtype(), T, { run::<T, _>(&x, &mask, &k::ProdFloat)? });
+            return Ok(from_f64s(v, &shape, out_dt));
+        }
+        let v = with_dtype!(x.dtype(), T, { run::<T, _>(&x, &mask, &k::ProdInt)? });
+        Ok(from_i64s(v, &shape, out_dt))
+    }
+
+    /// Sum treating NaN as zero (`nansum`); same as `sum` for integers.
+    pub fn nansum(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
+        let out_dt = dtype.unwrap_or(self.dtype());
+        if !out_dt.is_floating_point() || !self.dtype().is_floating_point() {
+            return self.sum(dims, keepdim, dtype);
+        }
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        let x = self.to_dtype(out_dt);
+        let v = with_dtype!(x.dtype(), T, { run::<T, _>(&x, &mask, &k::NanSum)? });
+        Ok(from_f64s(v, &shape, out_dt))
+    }
+
+    /// Mean of the non-NaN elements (`nanmean`); floating point only.
+    pub fn nanmean(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
+        let x = self.to_dtype(dtype.unwrap_or(self.dtype()));
+        require_float("nanmean()", &x, "expected input to have")?;
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        let v = with_dtype!(x.dtype(), T, { run::<T, _>(&x, &mask, &k::NanMean)? });
+        Ok(from_f64s(v, &shape, x.dtype()))
+    }
+
+    // ------------------------------------------------------------------ max, min, arg*
+
+    fn extremum_all<const MAX: bool>(&self) -> Result<Tensor> {
+        if self.numel() == 0 {
+            let op = if MAX { "max" } else { "min" };
+            return Err(Error::Runtime(format!(
+                "{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+            )));
+        }
+        let mask = vec![true; self.ndim()];
+        Ok(with_dtype!(self.dtype(), T, {
+            let v = run::<T, _>(self, &mask, &k::Extremum::<MAX>)?;
+            Tensor::from_vec_unchecked(v, &[])
+        }))
+    }
+
+    /// Largest element as a 0-d tensor (NaN if any element is NaN).
+    pub fn max_all(&self) -> Result<Tensor> {
+        self.extremum_all::<true>()
+    }
+
+    /// Smallest element as a 0-d tensor (NaN if any element is NaN).
+    pub fn min_all(&self) -> Result<Tensor> {
+        self.extremum_all::<false>()
+    }
+
+    fn arg_extremum_dim<const MAX: bool>(
+        &self,
+        mask: &[bool],
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let shape = reduced_shape(self.shape(), mask, keepdim);
+        Ok(with_dtype!(self.dtype(), T, {
+            let (v, i) = unzip(run::<T, _>(self, mask, &k::ArgExtremum::<MAX>)?);
+            (
+                Tensor::from_vec_unchecked(v, &shape),
+                Tensor::from_vec_unchecked(i, &shape),
+            )
+        }))
+    }
+
+    /// `max(dim)`: values and (first-occurrence) indices along `dim`.
+    pub fn max_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let mask = one_dim(self, dim)?;
+        check_nonempty_dims("max", self, &mask, true)?;
+        self.arg_extremum_dim::<true>(&mask, keepdim)
+    }
+
+    /// `min(dim)`: values and (first-occurrence) indices along `dim`.
+    pub fn min_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let mask = one_dim(self, dim)?;
+        check_nonempty_dims("min", self, &mask, true)?;
+        self.arg_extremum_dim::<false>(&mask, keepdim)
+    }
+
+    fn amax_amin<const MAX: bool>(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let op = if MAX { "amax" } else { "amin" };
+        let mask = reduce_mask(self.ndim(), dims)?;
+        check_nonempty_dims(op, self, &mask, dims_given(dims))?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        Ok(with_dtype!(self.dtype(), T, {
+            Tensor::from_vec_unchecked(run::<T, _>(self, &mask, &k::Extremum::<MAX>)?, &shape)
+        }))
+    }
+
+    /// Max over `dims` (all when `None`), NaN-propagating.
+    pub fn amax(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        self.amax_amin::<true>(dims, keepdim)
+    }
+
+    /// Min over `dims` (all when `None`), NaN-propagating.
+    pub fn amin(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        self.amax_amin::<false>(dims, keepdim)
+    }
+
+    fn argext<const MAX: bool>(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        let op = if MAX { "argmax" } else { "argmin" };
+        if self.dtype() == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: if MAX { "argmax_cpu" } else { "argmin_cpu" },
+                dtype: DType::Bool,
+            });
+        }
+        let mask = match dim {
+            None => {
+                if self.numel() == 0 {
+                    return Err(Error::Runtime(format!(
+                        "{op}(): Expected reduction dim to be specified for input.numel() == 0."
+                    )));
+                }
+                vec![true; self.ndim()]
+            }
+            Some(d) => {
+                let m = one_dim(self, d)?;
+                check_nonempty_dims(op, self, &m, true)?;
+                m
+            }
+        };
+        Ok(self.arg_extremum_dim::<MAX>(&mask, keepdim)?.1)
+    }
+
+    /// Index of the first maximum along `dim`, or in the flattened tensor when `None`.
+    pub fn argmax(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        self.argext::<true>(dim, keepdim)
+    }
+
+    /// Index of the first minimum along `dim`, or in the flattened tensor when `None`.
+    pub fn argmin(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        self.argext::<false>(dim, keepdim)
+    }
+
+    /// `(min, max)` over `dim` (all when `None`).
+    pub fn aminmax(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let mask = match dim {
+            None => vec![true; self.ndim()],
+            Some(d) => one_dim(self, d)?,
+        };
+        if self.numel() == 0 && (dim.is_none() || reduced_numel(self.shape(), &mask) == 0) {
+            return Err(Error::Runtime(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.".into(),
+            ));
+        }
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        Ok(with_dtype!(self.dtype(), T, {
+            let (lo, hi) = unzip(run::<T, _>(self, &mask, &k::MinMax)?);
+            (
+                Tensor::from_vec_unchecked(lo, &shape),
+                Tensor::from_vec_unchecked(hi, &shape),
+            )
+        }))
+    }
+
+    // ------------------------------------------------------------------ var, std, norm
+
+    fn moments(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<(Vec<(f64, f64)>, Vec<usize>)> {
+        if !self.dtype().is_floating_point() {
+            return Err(Error::Runtime(
+                "std and var only support floating point and complex dtypes".into(),
+            ));
+        }
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        let r = k::Variance { correction };
+        let v = with_dtype!(self.dtype(), T, { run::<T, _>(self, &mask, &r)? });
+        Ok((v, shape))
+    }
+
+    /// Variance over `dims` with `correction` (1 = unbiased, Bessel's correction).
+    pub fn var(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        let (v, shape) = self.moments(dims, correction, keepdim)?;
+        Ok(from_f64s(
+            v.into_iter().map(|m| m.0).collect(),
+            &shape,
+            self.dtype(),
+        ))
+    }
+
+    /// Standard deviation over `dims` with `correction`.
+    pub fn std(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        let (v, shape) = self.moments(dims, correction, keepdim)?;
+        Ok(from_f64s(
+            v.into_iter().map(|m| m.0.sqrt()).collect(),
+            &shape,
+            self.dtype(),
+        ))
+    }
+
+    /// `(var, mean)` in one pass.
+    pub fn var_mean(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let (v, shape) = self.moments(dims, correction, keepdim)?;
+        let (var, mean) = unzip(v);
+        Ok((
+            from_f64s(var, &shape, self.dtype()),
+            from_f64s(mean, &shape, self.dtype()),
+        ))
+    }
+
+    /// `(std, mean)` in one pass.
+    pub fn std_mean(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let (v, shape) = self.moments(dims, correction, keepdim)?;
+        let (var, mean) = unzip(v);
+        Ok((
+            from_f64s(
+                var.into_iter().map(f64::sqrt).collect(),
+                &shape,
+                self.dtype(),
+            ),
+            from_f64s(mean, &shape, self.dtype()),
+        ))
+    }
+
+    /// Vector p-norm over `dims` (all when `None`): p = 2 is also the Frobenius norm,
+    /// `f64::INFINITY`/`NEG_INFINITY` give max/min |x|, 0 counts non-zeros.
+    pub fn norm(
+        &self,
+        p: f64,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
+        let x = self.to_dtype(dtype.unwrap_or(self.dtype()));
+        if !x.dtype().is_floating_point() {
+            return Err(Error::Runtime(format!(
+                "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+                x.dtype().torch_name()
+            )));
+        }
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        if p.is_infinite() && x.numel() == 0 && reduced_numel(x.shape(), &mask) == 0 {
+            return Err(Error::Runtime(
+                "linalg.vector_norm cannot compute the inf norm on an empty tensor because the operation does not have an identity".into(),
+            ));
+        }
+        let v = with_dtype!(x.dtype(), T, {
+            if p == 0.0 {
+                run::<T, _>(&x, &mask, &k::Norm::<0> { p })?
+            } else if p == 1.0 {
+                run::<T, _>(&x, &mask, &k::Norm::<1> { p })?
+            } else if p == 2.0 {
+                run::<T, _>(&x, &mask, &k::Norm::<2> { p })?
+            } else if p == f64::INFINITY {
+                run::<T, _>(&x, &mask, &k::Norm::<3> { p })?
+            } else if p == f64::NEG_INFINITY {
+                run::<T, _>(&x, &mask, &k::Norm::<4> { p })?
+            } else {
+                run::<T, _>(&x, &mask, &k::Norm::<5> { p })?
+            }
+        });
+        Ok(from_f64s(v, &shape, x.dtype()))
+    }
+
+    /// `log(sum(exp(x)))` over `dims`, computed stably. Integers are promoted to the default
+    /// float dtype.
+    pub fn logsumexp(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let x = if self.dtype().is_floating_point() {
+            self.clone()
+        } else {
+            self.to_dtype(crate::default_dtype())
+        };
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        let v = with_dtype!(x.dtype(), T, { run::<T, _>(&x, &mask, &k::LogSumExp)? });
+        Ok(from_f64s(v, &shape, x.dtype()))
+    }
+
+    // ------------------------------------------------------------------ all, any, count
+
+    fn all_any<const ALL: bool>(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, keepdim);
+        let v = with_dtype!(self.dtype(), T, {
+            run::<T, _>(self, &mask, &k::AllAny::<ALL>)?
+        });
+        let out = Tensor::from_vec_unchecked(v, &shape);
+        // PyTorch keeps uint8 for uint8 inputs.
+        Ok(if self.dtype() == DType::U8 {
+            out.to_dtype(DType::U8)
+        } else {
+            out
+        })
+    }
+
+    /// True where every element over `dims` is non-zero.
+    pub fn all(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        self.all_any::<true>(dims, keepdim)
+    }
+
+    /// True where some element over `dims` is non-zero.
+    pub fn any(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        self.all_any::<false>(dims, keepdim)
+    }
+
+    /// Number of non-zero elements over `dims` (int64).
+    pub fn count_nonzero(&self, dims: Option<&[i64]>) -> Result<Tensor> {
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let shape = reduced_shape(self.shape(), &mask, false);
+        let v = with_dtype!(self.dtype(), T, {
+            run::<T, _>(self, &mask, &k::CountNonzero)?
+        });
+        Ok(Tensor::from_vec_unchecked(v, &shape))
+    }
+
+    // ------------------------------------------------------------------ scans
+
+    /// Run a scan along `dim` over a contiguous copy (0-d tensors act as one element).
+    fn scan_with<T: Element, S: Scanner<T>>(&self, dim: i64, s: &S) -> Result<Vec<S::Out>> {
+        let d = self.dim(dim)?;
+        let x = self.contiguous();
+        let shape: Vec<usize> = if self.ndim() == 0 {
+            vec![1]
+        } else {
+            self.shape().to_vec()
+        };
+        Ok(k::scan(contiguous_slice::<T>(&x)?, &shape, d, s))
+    }
+
+    fn cum<const PROD: bool>(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        let out_dt = dtype.unwrap_or(if self.dtype().is_floating_point() {
+            self.dtype()
+        } else {
+            DType::I64
+        });
+        if out_dt.is_floating_point() {
+            let x = self.to_dtype(out_dt);
+            let v = with_dtype!(x.dtype(), T, {
+                if PROD {
+                    x.scan_with::<T, _>(dim, &k::CumProdFloat)?
+                } else {
+                    x.scan_with::<T, _>(dim, &k::CumSumFloat)?
+                }
+            });
+            return Ok(from_f64s(v, self.shape(), out_dt));
+        }
+        let x = if self.dtype().is_floating_point() {
+            self.to_dtype(out_dt)
+        } else {
+            self.clone()
+        };
+        let v = with_dtype!(x.dtype(), T, {
+            x.scan_with::<T, _>(dim, &k::CumInt::<PROD>)?
+        });
+        Ok(from_i64s(v, self.shape(), out_dt))
+    }
+
+    /// Cumulative sum along `dim` (integers and bools give int64 unless `dtype` is given).
+    pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        self.cum::<false>(dim, dtype)
+    }
+
+    /// Cumulative product along `dim`.
+    pub fn cumprod(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        self.cum::<true>(dim, dtype)
+    }
+
+    fn cum_extremum<const MAX: bool>(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        Ok(with_dtype!(self.dtype(), T, {
+            let (v, i) = unzip(self.scan_with::<T, _>(dim, &k::CumExtremum::<MAX>)?);
+            (
+                Tensor::from_vec_unchecked(v, self.shape()),
+                Tensor::from_vec_unchecked(i, self.shape()),
+            )
+        }))
+    }
+
+    /// Running maximum along `dim` and the index where it was last attained.
+    pub fn cummax(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        self.cum_extremum::<true>(dim)
+    }
+
+    /// Running minimum along `dim` and the index where it was last attained.
+    pub fn cummin(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        self.cum_extremum::<false>(dim)
+    }
+
+    // ------------------------------------------------------------------ softmax
+
+    fn softmax_impl(&self, dim: i64, dtype: Option<DType>, log: bool) -> Result<Tensor> {
+        let x = self.to_dtype(dtype.unwrap_or(self.dtype()));
+        if !x.dtype().is_floating_point() {
+            return Err(Error::UnsupportedDType {
+                op: if log {
+                    "log_softmax_lastdim_kernel_impl"
+                } else {
+                    "softmax_lastdim_kernel_impl"
+                },
+                dtype: x.dtype(),
+            });
+        }
+        let d = self.dim(dim)?;
+        let out_dt = x.dtype();
+        let xc = x.to_dtype(out_dt.compute_dtype()).contiguous();
+        let shape: Vec<usize> = if self.ndim() == 0 {
+            vec![1]
+        } else {
+            self.shape().to_vec()
+        };
+        let out = with_float_dtype!(
+            xc.dtype(),
+            T,
+            {
+                let v = k::softmax(contiguous_slice::<T>(&xc)?, &shape, d, log);
+                Tensor::from_vec_unchecked(v, self.shape())
+            },
+            unreachable!("compute dtype is f32 or f64")
+        );
+        Ok(out.to_dtype(out_dt))
+    }
+
+    /// Softmax along `dim` (numerically stable; `dtype` casts the input first).
+    pub fn softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        self.softmax_impl(dim, dtype, false)
+    }
+
+    /// Log-softmax along `dim`.
+    pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        self.softmax_impl(dim, dtype, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: Vec<f32>, shape: &[usize]) -> Tensor {
+        Tensor::from_vec(v, shape).unwrap()
+    }
+
+    #[test]
+    fn sum_dtypes_and_shapes() {
+        let x = t((0..24).map(|i| i as f32).collect(), &[2, 3, 4]);
+        let s = x.sum(Some(&[0, -1]), false, None).unwrap();
+        assert_eq!(s.shape(), &[3]);
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![60.0, 92.0, 124.0]);
+        let s = x.sum(Some(&[1]), true, None).unwrap();
+        assert_eq!(s.shape(), &[2, 1, 4]);
+        let b = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
+        let s = b.sum(None, false, None).unwrap();
+        assert_eq!(s.dtype(), DType::I64);
+        assert_eq!(s.to_vec::<i64>().unwrap(), vec![2]);
+        assert!(x.sum(Some(&[0, 0]), false, None).is_err());
+        assert!(x.sum(Some(&[3]), false, None).is_err());
+        let e = t(vec![], &[0, 3]);
+        assert_eq!(
+            e.sum(None, false, None).unwrap().to_vec::<f32>().unwrap(),
+            vec![0.0]
+        );
+    }
+
+    #[test]
+    fn mean_rejects_ints_and_max_of_empty_fails() {
+        let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+        assert!(matches!(i.mean(None, false, None), Err(Error::Runtime(_))));
+        let e = t(vec![], &[0]);
+        assert!(matches!(e.max_all(), Err(Error::Runtime(_))));
+        assert!(matches!(e.max_dim(0, false), Err(Error::Index(_))));
+    }
+
+    #[test]
+    fn var_std_softmax_cumsum() {
+        let x = t(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
+        let v = x.var(None, 1.0, false).unwrap().to_vec::<f32>().unwrap()[0];
+        assert!((v - 5.0 / 3.0).abs() < 1e-6);
+        let s = x.softmax(0, None).unwrap().to_vec::<f32>().unwrap();
+        assert!((s[0] + s[2] - 1.0).abs() < 1e-6);
+        let c = x.cumsum(1, None).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(c, vec![1.0, 3.0, 3.0, 7.0]);
+        let a = x.argmax(None, false).unwrap().to_vec::<i64>().unwrap();
+        assert_eq!(a, vec![3]);
+    }
+}

@@ -1,0 +1,671 @@
+//! Sorting, selection and searching: `sort`, `argsort`, `topk`, `kthvalue`, `median`,
+//! `nanmedian`, `mode`, `unique`, `unique_consecutive`, `searchsorted`, `bucketize`,
+//! `bincount`, `histc`. NaN sorts as the largest value, as in PyTorch. Kernels live in
+//! `crate::cpu::sort`.
+
+use super::Tensor;
+use crate::cpu::reduce::is_nan;
+use crate::cpu::sort::{cmp_nan_last, cmp_pair_asc, cmp_pair_desc, line_map, search, sort_line};
+use crate::cpu::strided::PAR_THRESHOLD;
+use crate::layout::Layout;
+use crate::{promote_types, with_dtype, DType, Element, Error, Result};
+use rayon::prelude::*;
+use std::cmp::Ordering;
+
+/// Result of `unique`/`unique_consecutive`: values, then inverse indices and counts when asked.
+pub struct Unique {
+    pub values: Tensor,
+    pub inverse: Option<Tensor>,
+    pub counts: Option<Tensor>,
+}
+
+/// Shape with dim `d` set to `m`, or removed when `m` is `None`.
+fn with_dim(shape: &[usize], d: usize, m: Option<usize>) -> Vec<usize> {
+    let mut s = shape.to_vec();
+    match m {
+        Some(m) => s[d] = m,
+        None => {
+            s.remove(d);
+        }
+    }
+    s
+}
+
+impl Tensor {
+    /// 0-d tensors act as one-element vectors for the line ops; returns the view and the
+    /// normalised dim.
+    fn as_lines(&self, dim: i64) -> Result<(Tensor, usize)> {
+        let d = self.dim(dim)?;
+        if self.ndim() == 0 {
+            return Ok((self.with_layout(Layout::contiguous(&[1])), 0));
+        }
+        Ok((self.clone(), d))
+    }
+
+    /// Sort along `dim`; returns (values, indices). Ties keep their original order, so the
+    /// result is the stable sort whether or not `stable` was asked for.
+    pub fn sort(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        let (x, d) = self.as_lines(dim)?;
+        let n = x.shape()[d];
+        let (v, i) = with_dtype!(x.dtype(), T, {
+            let (v, i) = line_map(
+                x.storage_slice::<T>()?,
+                x.layout(),
+                d,
+                n,
+                |line, a: &mut [T], b: &mut [i64]| {
+                    sort_line(line, descending);
+                    for (p, &(val, idx)) in line.iter().enumerate() {
+                        a[p] = val;
+                        b[p] = idx;
+                    }
+                },
+            );
+            (
+                Tensor::from_vec_unchecked(v, self.shape()),
+                Tensor::from_vec_unchecked(i, self.shape()),
+            )
+        });
+        Ok((v, i))
+    }
+
+    /// Indices that sort along `dim`.
+    pub fn argsort(&self, dim: i64, descending: bool) -> Result<Tensor> {
+        Ok(self.sort(dim, descending)?.1)
+    }
+
+    /// Sort along dim 0 (values only).
+    pub fn msort(&self) -> Result<Tensor> {
+        Ok(self.sort(0, false)?.0)
+    }
+
+    /// The `k` largest (or smallest) elements along `dim`, sorted, with their indices.
+    pub fn topk(&self, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+        let (x, d) = self.as_lines(dim)?;
+        let n = x.shape()[d];
+        if k < 0 || k as usize > n {
+            return Err(Error::Runtime("selected index k out of range".into()));
+        }
+        let k = k as usize;
+        let shape = if self.ndim() == 0 {
+            vec![]
+        } else {
+            with_dim(self.shape(), d, Some(k))
+        };
+        Ok(with_dtype!(x.dtype(), T, {
+            let (v, i) = line_map(
+                x.storage_slice::<T>()?,
+                x.layout(),
+                d,
+                k,
+                |line, a: &mut [T], b: &mut [i64]| {
+                    let cmp = if largest {
+                        cmp_pair_desc::<T>
+                    } else {
+                        cmp_pair_asc::<T>
+                    };
+                    if k < line.len() {
+                        line.select_nth_unstable_by(k - 1, cmp);
+                    }
+                    line[..k].sort_unstable_by(cmp);
+                    for (p, &(val, idx)) in line[..k].iter().enumerate() {
+                        a[p] = val;
+                        b[p] = idx;
+                    }
+                },
+            );
+            (
+                Tensor::from_vec_unchecked(v, &shape),
+                Tensor::from_vec_unchecked(i, &shape),
+            )
+        }))
+    }
+
+    /// Run a one-result-per-line selection; output drops `dim` unless `keepdim`.
+    fn select_per_line<T: Element>(
+        &self,
+        x: &Tensor,
+        d: usize,
+        keepdim: bool,
+        f: impl Fn(&mut Vec<(T, i64)>) -> (T, i64) + Sync,
+    ) -> Result<(Tensor, Tensor)> {
+        let (v, i) = line_map(
+            x.storage_slice::<T>()?,
+            x.layout(),
+            d,
+            1,
+            |line, a: &mut [T], b: &mut [i64]| {
+                let (val, idx) = f(line);
+                a[0] = val;
+                b[0] = idx;
+            },
+        );
+        let shape = if self.ndim() == 0 {
+            vec![]
+        } else {
+            with_dim(self.shape(), d, if keepdim { Some(1) } else { None })
+        };
+        Ok((
+            Tensor::from_vec_unchecked(v, &shape),
+            Tensor::from_vec_unchecked(i, &shape),
+        ))
+    }
+
+    /// The `k`-th smallest element (1-based) along `dim` and its index.
+    pub fn kthvalue(&self, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (x, d) = self.as_lines(dim)?;
+        if self.numel() == 0 {
+            return Err(Error::Runtime(
+                "cannot perform reduction function kthvalue on tensor with no elements because the operation does not have an identity".into(),
+            ));
+        }
+        let n = x.shape()[d];
+        if k < 1 || k as usize > n {
+            return Err(Error::Runtime("selected index k out of range".into()));
+        }
+        let k = k as usize;
+        with_dtype!(x.dtype(), T, {
+            self.select_per_line::<T>(&x, d, keepdim, |line| {
+                line.select_nth_unstable_by(k - 1, cmp_pair_asc);
+                line[k - 1]
+            })
+        })
+    }
+
+    fn median_impl(
+        &self,
+        dim: Option<i64>,
+        keepdim: bool,
+        ignore_nan: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let op = if ignore_nan { "nanmedian" } else { "median" };
+        match dim {
+            None => {
+                if self.numel() == 0 {
+                    return Err(Error::Runtime(format!(
+                        "{op}() operation does not have an identity for empty input tensor"
+                    )));
+                }
+                let flat = self.reshape(&[-1])?;
+                with_dtype!(self.dtype(), T, {
+                    let (v, i) = flat
+                        .select_per_line::<T>(&flat, 0, false, |l| median_of_line(l, ignore_nan))?;
+                    Ok((v.with_layout(Layout::contiguous(&[])), i))
+                })
+            }
+            Some(dim) => {
+                let (x, d) = self.as_lines(dim)?;
+                if x.shape()[d] == 0 {
+                    return Err(Error::Runtime(format!(
+                        "{op}() cannot compute median for a dimension of size 0 because the operation does not have an identity"
+                    )));
+                }
+                with_dtype!(x.dtype(), T, {
+                    self.select_per_line::<T>(&x, d, keepdim, |l| median_of_line(l, ignore_nan))
+                })
+            }
+        }
+    }
+
+    /// Lower median of all elements (NaN if any is NaN), as a 0-d tensor.
+    pub fn median_all(&self) -> Result<Tensor> {
+        Ok(self.median_impl(None, false, false)?.0)
+    }
+
+    /// Lower median along `dim` and its index (NaN and its first index if the line has NaN).
+    pub fn median_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        self.median_impl(Some(dim), keepdim, false)
+    }
+
+    /// Lower median of the non-NaN elements.
+    pub fn nanmedian_all(&self) -> Result<Tensor> {
+        Ok(self.median_impl(None, false, true)?.0)
+    }
+
+    /// Lower median of the non-NaN elements along `dim`, and its index.
+    pub fn nanmedian_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        self.median_impl(Some(dim), keepdim, true)
+    }
+
+    /// Most frequent value along `dim` (the smallest on ties) and the index of its last
+    /// occurrence.
+    pub fn mode(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (x, d) = self.as_lines(dim)?;
+        if x.shape()[d] == 0 {
+            return Err(Error::Index(format!(
+                "mode(): Expected reduction dim {d} to have non-zero size."
+            )));
+        }
+        with_dtype!(x.dtype(), T, {
+            self.select_per_line::<T>(&x, d, keepdim, |line| {
+                line.sort_unstable_by(cmp_pair_asc);
+                let (mut best, mut best_n, mut run) = (line[0], 0usize, 0usize);
+                for i in 0..line.len() {
+                    run += 1;
+                    #[allow(clippy::eq_op)]
+                    let end = i + 1 == line.len() || line[i].0 != line[i + 1].0;
+                    if end {
+                        if run > best_n {
+                            best = line[i];
+                            best_n = run;
+                        }
+                        run = 0;
+                    }
+                }
+                best
+            })
+        })
+    }
+
+    // ------------------------------------------------------------------ unique
+
+    /// Sorted unique elements of the flattened tensor (or unique slices along `dim`), with
+    /// inverse indices and counts when asked. NaNs are all distinct, as in PyTorch.
+    pub fn unique(
+        &self,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<Unique> {
+        self.unique_impl(false, return_inverse, return_counts, dim)
+    }
+
+    /// Collapse runs of equal consecutive elements (or slices along `dim`).
+    pub fn unique_consecutive(
+        &self,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<Unique> {
+        self.unique_impl(true, return_inverse, return_counts, dim)
+    }
+
+    fn unique_impl(
+        &self,
+        consecutive: bool,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<i64>,
+    ) -> Result<Unique> {
+        let dim = match dim {
+            Some(d) => Some(self.dim(d)?),
+            None => None,
+        };
+        // View the data as `rows` rows of `width` elements: slices along `dim`, or single
+        // elements of the flattened tensor.
+        let (x, rows, width) = match dim {
+            Some(d) if self.ndim() > 0 => {
+                let mut perm: Vec<i64> = vec![d as i64];
+                perm.extend((0..self.ndim() as i64).filter(|&i| i != d as i64));
+                let x = self.permute(&perm)?.contiguous();
+                let rows = self.shape()[d];
+                let width = if rows == 0 { 0 } else { self.numel() / rows };
+                (x, rows, width)
+            }
+            _ => (self.contiguous(), self.numel(), 1),
+        };
+        with_dtype!(self.dtype(), T, {
+            let off = x.storage_offset();
+            let data: &[T] = &x.storage_slice::<T>()?[off..off + x.numel()];
+            let row = |r: usize| &data[r * width..(r + 1) * width];
+            let cmp_rows = |a: usize, b: usize| -> Ordering {
+                for (&p, &q) in row(a).iter().zip(row(b)) {
+                    match cmp_nan_last(p, q) {
+                        Ordering::Equal => continue,
+                        o => return o,
+                    }
+                }
+                Ordering::Equal
+            };
+            #[allow(clippy::eq_op)]
+            let eq_rows = |a: usize, b: usize| row(a).iter().zip(row(b)).all(|(p, q)| p == q);
+            // Order of rows: sorted (ties by position) or as they come.
+            let mut order: Vec<usize> = (0..rows).collect();
+            if !consecutive {
+                let c = |a: &usize, b: &usize| cmp_rows(*a, *b).then(a.cmp(b));
+                if rows * width.max(1) >= PAR_THRESHOLD {
+                    order.par_sort_unstable_by(c);
+                } else {
+                    order.sort_unstable_by(c);
+                }
+            }
+            let mut firsts: Vec<usize> = Vec::new();
+            let mut counts: Vec<i64> = Vec::new();
+            let mut inverse = vec![0i64; rows];
+            for (p, &r) in order.iter().enumerate() {
+                if p == 0 || !eq_rows(order[p - 1], r) {
+                    firsts.push(r);
+                    counts.push(0);
+                }
+                *counts.last_mut().expect("pushed above") += 1;
+                inverse[r] = firsts.len() as i64 - 1;
+            }
+            let u = firsts.len();
+            let mut vals: Vec<T> = Vec::with_capacity(u * width);
+            for &r in &firsts {
+                vals.extend_from_slice(row(r));
+            }
+            let values = match dim {
+                Some(d) if self.ndim() > 0 => {
+                    // Rows back to slices along `dim`.
+                    let mut shape = self.shape().to_vec();
+                    shape.remove(d);
+                    shape.insert(0, u);
+                    let t = Tensor::from_vec_unchecked(vals, &shape);
+                    let mut perm: Vec<i64> = (1..self.ndim() as i64).collect();
+                    perm.insert(d, 0);
+                    t.permute(&perm)?.contiguous()
+                }
+                _ => Tensor::from_vec_unchecked(vals, &[u]),
+            };
+            let inv_shape: Vec<usize> = match dim {
+                Some(_) if self.ndim() > 0 => vec![rows],
+                Some(_) => vec![],
+                None => self.shape().to_vec(),
+            };
+            Ok(Unique {
+                values,
+                inverse: return_inverse.then(|| Tensor::from_vec_unchecked(inverse, &inv_shape)),
+                counts: return_counts.then(|| Tensor::from_vec_unchecked(counts, &[u])),
+            })
+        })
+    }
+
+    // ------------------------------------------------------------------ searching, counting
+
+    /// For each element of `values`, the index where it would be inserted into the sorted
+    /// last dim of `self` (1-D, or with leading dims matching `values`). `sorter` holds
+    /// indices that sort `self` when it is not sorted itself.
+    pub fn searchsorted(
+        &self,
+        values: &Tensor,
+        right: bool,
+        out_int32: bool,
+        sorter: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        let seq = self;
+        if seq.ndim() == 0 {
+            return Err(Error::Runtime(
+                "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension".into(),
+            ));
+        }
+        let nd = seq.ndim();
+        if nd > 1 && (values.ndim() != nd || seq.shape()[..nd - 1] != values.shape()[..nd - 1]) {
+            return Err(Error::Runtime(format!(
+                "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}",
+                seq.shape(),
+                values.shape()
+            )));
+        }
+        let m = seq.shape()[nd - 1];
+        let sorter = match sorter {
+            None => None,
+            Some(s) => {
+                if s.shape() != seq.shape() {
+                    return Err(Error::Runtime(format!(
+                        "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor {:?}and got sorter tensor {:?}",
+                        seq.shape(),
+                        s.shape()
+                    )));
+                }
+                if s.dtype() != DType::I64 {
+                    return Err(Error::Runtime(format!(
+                        "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype {}",
+                        s.dtype().torch_name()
+                    )));
+                }
+                let v = s.to_vec::<i64>()?;
+                if v.iter().any(|&i| i < 0 || i as usize >= m) {
+                    return Err(Error::Runtime(
+                        "torch.searchsorted(): sorter index out of range".into(),
+                    ));
+                }
+                Some(v)
+            }
+        };
+        let common = promote_types(seq.dtype(), values.dtype());
+        let lines = if nd == 1 { 1 } else { seq.numel() / m.max(1) };
+        let per_line = if nd == 1 {
+            values.numel()
+        } else {
+            values.shape()[nd - 1]
+        };
+        let idx: Vec<i64> = with_dtype!(common, T, {
+            let s = seq.to_dtype(common).to_vec::<T>()?;
+            let v = values.to_dtype(common).to_vec::<T>()?;
+            let find = |j: usize| -> i64 {
+                let l = if nd == 1 { 0 } else { j / per_line.max(1) };
+                let base = l * m;
+                let r = match &sorter {
+                    None => search(m, |i| s[base + i], v[j], right),
+                    Some(so) => search(m, |i| s[base + so[base + i] as usize], v[j], right),
+                };
+                r as i64
+            };
+            let _ = lines;
+            if v.len() * (usize::BITS - m.leading_zeros()) as usize >= PAR_THRESHOLD {
+                (0..v.len()).into_par_iter().map(find).collect()
+            } else {
+                (0..v.len()).map(find).collect()
+            }
+        });
+        let out = Tensor::from_vec_unchecked(idx, values.shape());
+        Ok(if out_int32 {
+            out.to_dtype(DType::I32)
+        } else {
+            out
+        })
+    }
+
+    /// Bucket index of each element of `self` given sorted 1-D `boundaries`.
+    pub fn bucketize(&self, boundaries: &Tensor, right: bool, out_int32: bool) -> Result<Tensor> {
+        if boundaries.ndim() != 1 {
+            return Err(Error::Runtime(format!(
+                "boundaries tensor must be 1 dimension, but got dim({})",
+                boundaries.ndim()
+            )));
+        }
+        boundaries.searchsorted(self, right, out_int32, None)
+    }
+
+    /// Count occurrences of each non-negative integer (optionally weighted).
+    pub fn bincount(&self, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+        if self.dtype().is_floating_point() || self.dtype() == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "bincount_cpu",
+                dtype: self.dtype(),
+            });
+        }
+        if minlength < 0 {
+            return Err(Error::Runtime("minlength should be >= 0".into()));
+        }
+        if self.ndim() != 1 {
+            return Err(Error::Runtime(
+                "bincount only supports 1-d non-negative integral inputs.".into(),
+            ));
+        }
+        if let Some(w) = weights {
+            if w.ndim() != 1 || w.numel() != self.numel() {
+                return Err(Error::Runtime(
+                    "weights should be 1-d and have the same length as input".into(),
+                ));
+            }
+        }
+        let x = self.to_dtype(DType::I64).to_vec::<i64>()?;
+        if x.iter().any(|&v| v < 0) {
+            return Err(Error::Runtime(
+                "bincount only supports 1-d non-negative integral inputs.".into(),
+            ));
+        }
+        let len = (x.iter().copied().max().map_or(0, |m| m as usize + 1)).max(minlength as usize);
+        match weights {
+            None => {
+                let mut c = vec![0i64; len];
+                for &v in &x {
+                    c[v as usize] += 1;
+                }
+                Ok(Tensor::from_vec_unchecked(c, &[len]))
+            }
+            Some(w) => {
+                let out_dt = if w.dtype() == DType::F32 {
+                    DType::F32
+                } else {
+                    DType::F64
+                };
+                let wv = w.to_f64_vec();
+                let mut c = vec![0f64; len];
+                for (&v, &wt) in x.iter().zip(&wv) {
+                    c[v as usize] += wt;
+                }
+                Ok(Tensor::from_vec_unchecked(c, &[len]).to_dtype(out_dt))
+            }
+        }
+    }
+
+    /// Histogram with `bins` equal-width bins over `[min, max]` (the data's range when
+    /// `min == max`); elements outside are ignored.
+    pub fn histc(&self, bins: i64, min: f64, max: f64) -> Result<Tensor> {
+        if !self.dtype().is_floating_point() {
+            return Err(Error::UnsupportedDType {
+                op: "histogram_cpu",
+                dtype: self.dtype(),
+            });
+        }
+        if bins <= 0 {
+            return Err(Error::Runtime(format!(
+                "torch.histc(): bins must be > 0, but got {bins} for dimension 0"
+            )));
+        }
+        let (mut lo, mut hi) = (min, max);
+        if lo == hi && self.numel() > 0 {
+            let (a, b) = self.aminmax(None, false)?;
+            lo = a.item()?.to_f64();
+            hi = b.item()?.to_f64();
+        }
+        if lo == hi {
+            lo -= 1.0;
+            hi += 1.0;
+        }
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Err(Error::Runtime(format!(
+                "torch.histc: range of [{lo}, {hi}] is not finite"
+            )));
+        }
+        if lo >= hi {
+            return Err(Error::Runtime(
+                "torch.histc: max must be larger than min".into(),
+            ));
+        }
+        let nb = bins as usize;
+        let cd = self.dtype().compute_dtype();
+        let x = self.to_dtype(cd);
+        let counts: Vec<f64> = crate::with_float_dtype!(
+            cd,
+            T,
+            {
+                let v = x.to_vec::<T>()?;
+                let (l, r) = (lo as T, hi as T);
+                let count = |acc: &mut Vec<f64>, e: T| {
+                    if e >= l && e <= r {
+                        let mut pos = ((e - l) * (nb as T) / (r - l)) as usize;
+                        if pos >= nb {
+                            pos = nb - 1;
+                        }
+                        acc[pos] += 1.0;
+                    }
+                };
+                if v.len() >= PAR_THRESHOLD {
+                    v.par_chunks(PAR_THRESHOLD)
+                        .map(|c| {
+                            let mut acc = vec![0f64; nb];
+                            c.iter().for_each(|&e| count(&mut acc, e));
+                            acc
+                        })
+                        .reduce(
+                            || vec![0f64; nb],
+                            |mut a, b| {
+                                a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+                                a
+                            },
+                        )
+                } else {
+                    let mut acc = vec![0f64; nb];
+                    v.iter().for_each(|&e| count(&mut acc, e));
+                    acc
+                }
+            },
+            unreachable!("compute dtype is f32 or f64")
+        );
+        Ok(Tensor::from_vec_unchecked(counts, &[nb]).to_dtype(self.dtype()))
+    }
+}
+
+/// Median of one line (lower median; with NaN: the first NaN for `median`, or the median of
+/// the non-NaN values for `nanmedian`). Ties are broken by index as PyTorch's nth_element.
+fn median_of_line<T: PartialOrd + Copy>(line: &mut [(T, i64)], ignore_nan: bool) -> (T, i64) {
+    if !ignore_nan {
+        if let Some(&p) = line.iter().find(|p| is_nan(p.0)) {
+            return p;
+        }
+        let k = (line.len() - 1) / 2;
+        line.select_nth_unstable_by(k, cmp_pair_asc);
+        return line[k];
+    }
+    let nans = line.iter().filter(|p| is_nan(p.0)).count();
+    let k = (line.len() - nans).saturating_sub(1) / 2;
+    line.select_nth_unstable_by(k, cmp_pair_asc);
+    line[k]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sort_topk_median_unique() {
+        let x = Tensor::from_vec(vec![3.0f32, 1.0, f32::NAN, 2.0, 1.0], &[5]).unwrap();
+        let (v, i) = x.sort(0, false).unwrap();
+        let v = v.to_vec::<f32>().unwrap();
+        assert_eq!(&v[..4], &[1.0, 1.0, 2.0, 3.0]);
+        assert!(v[4].is_nan());
+        assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 4, 3, 0, 2]);
+        let (tv, ti) = x.topk(2, 0, false).unwrap();
+        assert_eq!(tv.to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
+        assert_eq!(ti.to_vec::<i64>().unwrap(), vec![1, 4]);
+        assert!(x.median_all().unwrap().to_vec::<f32>().unwrap()[0].is_nan());
+        assert_eq!(
+            x.nanmedian_all().unwrap().to_vec::<f32>().unwrap(),
+            vec![1.0]
+        );
+        let u = Tensor::from_vec(vec![2i64, 1, 2, 3, 1], &[5])
+            .unwrap()
+            .unique(true, true, None)
+            .unwrap();
+        assert_eq!(u.values.to_vec::<i64>().unwrap(), vec![1, 2, 3]);
+        assert_eq!(
+            u.inverse.unwrap().to_vec::<i64>().unwrap(),
+            vec![1, 0, 1, 2, 0]
+        );
+        assert_eq!(u.counts.unwrap().to_vec::<i64>().unwrap(), vec![2, 2, 1]);
+    }
+
+    #[test]
+    fn search_and_count() {
+        let b = Tensor::from_vec(vec![1.0f64, 3.0, 5.0], &[3]).unwrap();
+        let v = Tensor::from_vec(vec![0.0f64, 3.0, 6.0], &[3]).unwrap();
+        let l = b.searchsorted(&v, false, false, None).unwrap();
+        assert_eq!(l.to_vec::<i64>().unwrap(), vec![0, 1, 3]);
+        let r = b.searchsorted(&v, true, false, None).unwrap();
+        assert_eq!(r.to_vec::<i64>().unwrap(), vec![0, 2, 3]);
+        let c = Tensor::from_vec(vec![0i64, 2, 2], &[3])
+            .unwrap()
+            .bincount(None, 5)
+            .unwrap();
+        assert_eq!(c.to_vec::<i64>().unwrap(), vec![1, 0, 2, 0, 0]);
+        let h = Tensor::from_vec(vec![0.0f32, 0.5, 1.0, 2.0], &[4])
+            .unwrap()
+            .histc(2, 0.0, 1.0)
+            .unwrap();
+        assert_eq!(h.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    }
+}
