@@ -140,9 +140,13 @@ macro_rules! operand_methods {
                 }
                 fn $imeth<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
                     let (a, b) = (slf.borrow().inner.clone(), operand(other)?);
+                    let others: Vec<Tensor> = match &b {
+                        TensorOrScalar::Tensor(t) => vec![t.clone()],
+                        TensorOrScalar::Scalar(_) => vec![],
+                    };
                     run(slf.py(), numel_of(&a, &b), || {
-                        let r = a.$f(&b)?;
-                        a.assign_(r, stringify!($imeth))
+                        let others: Vec<&Tensor> = others.iter().collect();
+                        a.apply_inplace(&others, stringify!($meth), |me| me.$f(&b))
                     })?;
                     Ok(slf)
                 }
@@ -311,8 +315,7 @@ impl PyTensor {
     ) -> PyResult<Bound<'_, Self>> {
         let t = slf.borrow().inner.clone();
         run(slf.py(), t.numel(), || {
-            let r = t.nan_to_num(nan, posinf, neginf)?;
-            t.assign_(r, "nan_to_num_")
+            t.apply_inplace(&[], "nan_to_num", |me| me.nan_to_num(nan, posinf, neginf))
         })?;
         Ok(slf)
     }
@@ -325,8 +328,7 @@ impl PyTensor {
     fn round_(slf: Bound<'_, Self>, decimals: i64) -> PyResult<Bound<'_, Self>> {
         let t = slf.borrow().inner.clone();
         run(slf.py(), t.numel(), || {
-            let r = t.round_decimals(decimals)?;
-            t.assign_(r, "round_")
+            t.apply_inplace(&[], "round", |me| me.round_decimals(decimals))
         })?;
         Ok(slf)
     }
@@ -352,8 +354,7 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let (t, v) = (slf.borrow().inner.clone(), tensor_arg(values)?);
         run(slf.py(), t.numel(), || {
-            let r = t.heaviside(&v)?;
-            t.assign_(r, "heaviside_")
+            t.apply_inplace(&[&v], "heaviside", |me| me.heaviside(&v))
         })?;
         Ok(slf)
     }
@@ -504,8 +505,7 @@ macro_rules! simple_unary {
                 fn $imeth(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
                     let t = slf.borrow().inner.clone();
                     run(slf.py(), t.numel(), || {
-                        let r = t.$f()?;
-                        t.assign_(r, stringify!($imeth))
+                        t.apply_inplace(&[], stringify!($meth), |me| me.$f())
                     })?;
                     Ok(slf)
                 }

@@ -891,7 +891,7 @@ impl Tensor {
     /// tensor; dtypes promote (an integer tensor clamped by a float becomes float). NaNs
     /// propagate.
     #[allow(clippy::bool_comparison)] // the generic body is also instantiated for bool
-    pub fn clamp(
+    fn clamp_raw(
         &self,
         min: Option<&TensorOrScalar>,
         max: Option<&TensorOrScalar>,
@@ -961,15 +961,19 @@ impl Tensor {
 
     /// In-place `clamp_`: the promoted result must keep `self`'s dtype for integer tensors.
     pub fn clamp_(&self, min: Option<&TensorOrScalar>, max: Option<&TensorOrScalar>) -> Result<()> {
-        let r = self.clamp(min, max)?;
-        if !self.dtype().is_floating_point() && r.dtype() != self.dtype() {
-            return Err(Error::Runtime(format!(
-                "result type {} can't be cast to the desired output type {}",
-                r.dtype().torch_name(),
-                self.dtype().torch_name()
-            )));
-        }
-        self.assign_result(r, "clamp_")
+        let others = operand_tensors(&[min, max]);
+        let others: Vec<&Tensor> = others.iter().collect();
+        self.inplace(&others, "clamp", |me| {
+            let r = me.clamp(min, max)?;
+            if !me.dtype().is_floating_point() && r.dtype() != me.dtype() {
+                return Err(Error::Runtime(format!(
+                    "result type {} can't be cast to the desired output type {}",
+                    r.dtype().torch_name(),
+                    me.dtype().torch_name()
+                )));
+            }
+            Ok(r)
+        })
     }
 
     // ------------------------------------------------------------------ lerp
@@ -977,7 +981,7 @@ impl Tensor {
     /// `lerp(end, weight)`: `self + weight * (end - self)` (computed from `end` when
     /// `|weight| >= 0.5`, as PyTorch does). Floating point only; `end` (and a tensor
     /// `weight`) must have `self`'s dtype.
-    pub fn lerp(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<Tensor> {
+    fn lerp_raw(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<Tensor> {
         let dt = self.dtype();
         require_float(dt, "lerp_kernel_scalar")?;
         if end.dtype() != dt {
@@ -1021,7 +1025,7 @@ impl Tensor {
 
     /// `nan_to_num(nan, posinf, neginf)`: replace NaN and infinities (defaults: 0 and the
     /// dtype's largest/lowest finite values). Integer and bool tensors are copied.
-    pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    fn nan_to_num_raw(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         let dt = self.dtype();
         if !dt.is_floating_point() {
             return Ok(self.clone_data());
@@ -1074,7 +1078,7 @@ impl Tensor {
 
     /// `softplus(beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear where
     /// `beta x > threshold`. Floating point only.
-    pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+    fn softplus_raw(&self, beta: f64, threshold: f64) -> Result<Tensor> {
         let dt = self.dtype();
         require_float(dt, "softplus")?;
         let cd = dt.compute_dtype();
@@ -1098,7 +1102,7 @@ impl Tensor {
     }
 
     /// `round(decimals)`: round half to even at `10^-decimals` (decimals may be negative).
-    pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+    fn round_decimals_raw(&self, decimals: i64) -> Result<Tensor> {
         if decimals == 0 {
             return self.unary(UnaryOp::Round);
         }
@@ -1127,7 +1131,7 @@ impl Tensor {
     }
 
     /// `sinc(x) = sin(pi x) / (pi x)`, 1 at 0. Integers compute in the default float dtype.
-    pub fn sinc(&self) -> Result<Tensor> {
+    fn sinc_raw(&self) -> Result<Tensor> {
         self.float_map("sinc", |v: f64| {
             if v == 0.0 {
                 1.0
@@ -1139,12 +1143,12 @@ impl Tensor {
     }
 
     /// Degrees to radians (integers compute in the default float dtype).
-    pub fn deg2rad(&self) -> Result<Tensor> {
+    fn deg2rad_raw(&self) -> Result<Tensor> {
         self.float_map("deg2rad", |v: f64| v * (std::f64::consts::PI / 180.0))
     }
 
     /// Radians to degrees (integers compute in the default float dtype).
-    pub fn rad2deg(&self) -> Result<Tensor> {
+    fn rad2deg_raw(&self) -> Result<Tensor> {
         self.float_map("rad2deg", |v: f64| v * (180.0 / std::f64::consts::PI))
     }
 
@@ -1219,17 +1223,17 @@ impl Tensor {
     }
 
     /// `hypot(other) = sqrt(self^2 + other^2)`. Floating point only.
-    pub fn hypot(&self, other: &TensorOrScalar) -> Result<Tensor> {
+    fn hypot_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
         self.float_binary(other, "hypot_cpu", false, f32::hypot, f64::hypot)
     }
 
     /// `copysign(other)`: magnitude of `self`, sign of `other` (integers give floats).
-    pub fn copysign(&self, other: &TensorOrScalar) -> Result<Tensor> {
+    fn copysign_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
         self.float_binary(other, "copysign", true, f32::copysign, f64::copysign)
     }
 
     /// `xlogy(other) = self * log(other)`, 0 where `self == 0` (unless `other` is NaN).
-    pub fn xlogy(&self, other: &TensorOrScalar) -> Result<Tensor> {
+    fn xlogy_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
         fn xlogy<T: num_traits::Float>(x: T, y: T) -> T {
             if y.is_nan() {
                 T::nan()
@@ -1243,7 +1247,7 @@ impl Tensor {
     }
 
     /// `logaddexp(other) = log(exp(self) + exp(other))`, computed stably. Floats only.
-    pub fn logaddexp(&self, other: &TensorOrScalar) -> Result<Tensor> {
+    fn logaddexp_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
         fn lae<T: num_traits::Float>(a: T, b: T) -> T {
             if a.is_infinite() && a == b {
                 a
@@ -1256,7 +1260,7 @@ impl Tensor {
     }
 
     /// `logaddexp2(other) = log2(2^self + 2^other)`. Floats only.
-    pub fn logaddexp2(&self, other: &TensorOrScalar) -> Result<Tensor> {
+    fn logaddexp2_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
         fn lae2<T: num_traits::Float + num_traits::FloatConst>(a: T, b: T) -> T {
             if a.is_infinite() && a == b {
                 a
@@ -1275,7 +1279,7 @@ impl Tensor {
     }
 
     /// `float_power(exponent)`: `self ** exponent` in double precision (result float64).
-    pub fn float_power(&self, exponent: &TensorOrScalar) -> Result<Tensor> {
+    fn float_power_raw(&self, exponent: &TensorOrScalar) -> Result<Tensor> {
         let a = self.to_dtype(DType::F64);
         let b = operand_tensor(exponent, DType::F64);
         zip_map(&a, &b, "float_power", |x: f64, y: f64| x.powf(y))
@@ -1289,13 +1293,14 @@ impl Tensor {
                 self.dtype().torch_name()
             )));
         }
-        let r = self.float_power(exponent)?;
-        self.assign_result(r, "float_power_")
+        let others = operand_tensors(&[Some(exponent)]);
+        let others: Vec<&Tensor> = others.iter().collect();
+        self.inplace(&others, "float_power", |me| me.float_power(exponent))
     }
 
     /// `fmod(other)`: remainder with the sign of the dividend (C's `fmod`). Integer division
     /// by zero is an error.
-    pub fn fmod(&self, other: &TensorOrScalar) -> Result<Tensor> {
+    fn fmod_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
         let out = self.promoted_with(other);
         if out == DType::Bool {
             return Err(Error::UnsupportedDType {
@@ -1353,7 +1358,7 @@ impl Tensor {
 
     /// `div(other, rounding_mode)`: `None` is true division, `"trunc"` rounds toward zero
     /// and `"floor"` toward negative infinity; the rounding modes keep integer dtypes.
-    pub fn div_mode(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+    fn div_mode_raw(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<Tensor> {
         let floor = match rounding_mode {
             None => {
                 return match other {
@@ -1413,12 +1418,13 @@ impl Tensor {
 
     /// In-place `div_(other, rounding_mode)`.
     pub fn div_mode_(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<()> {
-        let r = self.div_mode(other, rounding_mode)?;
-        self.assign_result(r, "div_")
+        let others = operand_tensors(&[Some(other)]);
+        let others: Vec<&Tensor> = others.iter().collect();
+        self.inplace(&others, "div", |me| me.div_mode(other, rounding_mode))
     }
 
     /// `add(other, alpha)` / `sub(other, alpha)`: `self ± alpha * other` in one rounding.
-    pub fn add_scaled(
+    fn add_scaled_raw(
         &self,
         other: &TensorOrScalar,
         alpha: Scalar,
@@ -1473,13 +1479,15 @@ impl Tensor {
 
     /// In-place `add_(other, alpha)` / `sub_(other, alpha)`.
     pub fn add_scaled_(&self, other: &TensorOrScalar, alpha: Scalar, subtract: bool) -> Result<()> {
-        let r = self.add_scaled(other, alpha, subtract)?;
-        self.assign_result(r, if subtract { "sub_" } else { "add_" })
+        let others = operand_tensors(&[Some(other)]);
+        let others: Vec<&Tensor> = others.iter().collect();
+        let name = if subtract { "sub" } else { "add" };
+        self.inplace(&others, name, |me| me.add_scaled(other, alpha, subtract))
     }
 
     /// `addcmul(t1, t2, value)`: `self + value * t1 * t2`; `addcdiv`: `self + value * t1 / t2`
     /// (integer `t1`/`t2` are refused for addcdiv, as in PyTorch).
-    pub fn addc(&self, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Result<Tensor> {
+    fn addc_raw(&self, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Result<Tensor> {
         let op = if div { "addcdiv" } else { "addcmul" };
         if div && !t1.dtype().is_floating_point() && !t2.dtype().is_floating_point() {
             return Err(Error::Runtime(
@@ -1525,18 +1533,476 @@ impl Tensor {
 
     /// In-place `addcmul_` / `addcdiv_`.
     pub fn addc_(&self, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Result<()> {
-        let r = self.addc(t1, t2, value, div)?;
-        self.assign_result(r, if div { "addcdiv_" } else { "addcmul_" })
+        let name = if div { "addcdiv" } else { "addcmul" };
+        self.inplace(&[t1, t2], name, |me| me.addc(t1, t2, value, div))
     }
 
     /// In-place `lerp_`.
     pub fn lerp_(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<()> {
-        let r = self.lerp(end, weight)?;
-        self.assign_result(r, "lerp_")
+        let mut others = vec![end.clone()];
+        others.extend(operand_tensors(&[Some(weight)]));
+        let others: Vec<&Tensor> = others.iter().collect();
+        self.inplace(&others, "lerp", |me| me.lerp(end, weight))
     }
 
-    /// Assign the result of a misc op in place (same rules as the arithmetic ops).
-    pub fn assign_(&self, result: Tensor, op: &'static str) -> Result<()> {
-        self.assign_result(result, op)
+    /// Run `f` as an in-place op on `self` (PyTorch's cast rule, autograd history rebased):
+    /// `f` computes the new value from `self`; `others` are its other tensor inputs.
+    pub fn apply_inplace(
+        &self,
+        others: &[&Tensor],
+        op: &'static str,
+        f: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
+        self.inplace(others, op, f)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Autograd of the misc ops: each public op runs its kernel (`*_raw`) and records one node whose
+// backward formula is written with Tensor ops (so it is differentiable under create_graph).
+
+use crate::autograd::{needs_grad, record, SavedTensor};
+
+/// The tensors among optional tensor-or-scalar operands (the ones gradients can reach).
+fn operand_tensors(xs: &[Option<&TensorOrScalar>]) -> Vec<Tensor> {
+    xs.iter()
+        .flatten()
+        .filter_map(|x| match x {
+            TensorOrScalar::Tensor(t) => Some(t.clone()),
+            TensorOrScalar::Scalar(_) => None,
+        })
+        .collect()
+}
+
+/// Record `out`'s node. `backward(g, inputs)` returns one optional gradient per input, in any
+/// float dtype and broadcast shape: they are summed to each input's shape and cast to its
+/// dtype here; inputs that need no gradient get None.
+fn record_misc(
+    name: &'static str,
+    inputs: &[&Tensor],
+    out: &Tensor,
+    backward: impl Fn(&Tensor, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + 'static,
+) {
+    if !out.dtype().is_floating_point() || !needs_grad(inputs) {
+        return;
+    }
+    let saved: Vec<SavedTensor> = inputs.iter().map(|t| SavedTensor::new(t, name)).collect();
+    let meta: Vec<(Vec<usize>, DType, bool)> = inputs
+        .iter()
+        .map(|t| {
+            let need = t.requires_grad() && t.dtype().is_floating_point();
+            (t.shape().to_vec(), t.dtype(), need)
+        })
+        .collect();
+    record(
+        name,
+        inputs,
+        &[out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None; meta.len()]);
+            };
+            let xs = saved
+                .iter()
+                .map(|s| s.get().cloned())
+                .collect::<Result<Vec<_>>>()?;
+            let gs = backward(g, &xs)?;
+            gs.into_iter()
+                .zip(&meta)
+                .map(|(gi, (shape, dt, need))| match gi {
+                    Some(t) if *need => {
+                        let t = t.sum_to_shape(shape)?;
+                        Ok(Some(if t.dtype() != *dt { t.cast(*dt)? } else { t }))
+                    }
+                    _ => Ok(None),
+                })
+                .collect()
+        }),
+    );
+}
+
+// Formula helpers (recording Tensor ops).
+fn gmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Mul)
+}
+fn gdiv(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Div)
+}
+fn gsub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Sub)
+}
+fn gadd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Add)
+}
+fn gmuls(a: &Tensor, k: f64) -> Result<Tensor> {
+    a.binary_scalar(Scalar::Float(k), BinaryOp::Mul, false)
+}
+/// `k - a`
+fn grsubs(a: &Tensor, k: f64) -> Result<Tensor> {
+    a.binary_scalar(Scalar::Float(k), BinaryOp::Sub, true)
+}
+fn gcmp(a: &Tensor, b: &TensorOrScalar, op: BinaryOp) -> Result<Tensor> {
+    match b {
+        TensorOrScalar::Tensor(t) => a.binary(t, op),
+        TensorOrScalar::Scalar(s) => a.binary_scalar(*s, op, false),
+    }
+}
+/// `g * 0` (ops whose gradient is zero almost everywhere).
+fn gzero(g: &Tensor) -> Result<Tensor> {
+    gmuls(g, 0.0)
+}
+
+/// A tensor-or-scalar operand captured by a backward closure: scalars by value, tensors by
+/// their position among the node's inputs.
+#[derive(Clone, Copy)]
+enum Slot {
+    Scalar(Scalar),
+    Input(usize),
+}
+
+impl Slot {
+    fn get(self, xs: &[Tensor]) -> TensorOrScalar {
+        match self {
+            Slot::Scalar(s) => TensorOrScalar::Scalar(s),
+            Slot::Input(i) => TensorOrScalar::Tensor(xs[i].clone()),
+        }
+    }
+}
+
+/// Inputs list `[self, tensor operands...]` and the slots of `operands` in it.
+fn slots<'a>(
+    first: &'a Tensor,
+    operands: &[Option<&'a TensorOrScalar>],
+) -> (Vec<&'a Tensor>, Vec<Option<Slot>>) {
+    let mut inputs = vec![first];
+    let mut out = vec![];
+    for o in operands {
+        out.push(o.map(|o| match o {
+            TensorOrScalar::Tensor(t) => {
+                inputs.push(t);
+                Slot::Input(inputs.len() - 1)
+            }
+            TensorOrScalar::Scalar(s) => Slot::Scalar(*s),
+        }));
+    }
+    (inputs, out)
+}
+
+impl Tensor {
+    /// `clamp(min, max)`: `min(max(self, min), max)` with either bound optional, scalar or
+    /// tensor; dtypes promote (an integer tensor clamped by a float becomes float). NaNs
+    /// propagate. Differentiable in `self` and in tensor bounds.
+    pub fn clamp(
+        &self,
+        min: Option<&TensorOrScalar>,
+        max: Option<&TensorOrScalar>,
+    ) -> Result<Tensor> {
+        let out = self.clamp_raw(min, max)?;
+        let (inputs, sl) = slots(self, &[min, max]);
+        let (lo, hi) = (sl[0], sl[1]);
+        record_misc("ClampBackward1", &inputs, &out, move |g, xs| {
+            let x = &xs[0];
+            let mut within: Option<Tensor> = None;
+            let mut grads = vec![None; xs.len()];
+            for (b, cmp, outside) in [
+                (lo, BinaryOp::Ge, BinaryOp::Lt),
+                (hi, BinaryOp::Le, BinaryOp::Gt),
+            ] {
+                let Some(b) = b else { continue };
+                let bv = b.get(xs);
+                let inside = gcmp(x, &bv, cmp)?;
+                within = Some(match within {
+                    None => inside,
+                    Some(w) => w.binary(&inside, BinaryOp::LogicalAnd)?,
+                });
+                if let Slot::Input(i) = b {
+                    grads[i] = Some(gmul(g, &gcmp(x, &bv, outside)?)?);
+                }
+            }
+            if let Some(w) = within {
+                grads[0] = Some(gmul(g, &w)?);
+            }
+            Ok(grads)
+        });
+        Ok(out)
+    }
+
+    /// `lerp(end, weight)`: `self + weight * (end - self)` (computed from `end` when
+    /// `|weight| >= 0.5`, as PyTorch does). Floating point only; `end` (and a tensor
+    /// `weight`) must have `self`'s dtype.
+    pub fn lerp(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.lerp_raw(end, weight)?;
+        let end_op = TensorOrScalar::Tensor(end.clone());
+        let (inputs, sl) = slots(self, &[Some(&end_op), Some(weight)]);
+        let w = sl[1].expect("weight given");
+        record_misc("LerpBackward1", &inputs, &out, move |g, xs| {
+            let (s, e) = (&xs[0], &xs[1]);
+            let mut grads = vec![None; xs.len()];
+            match w {
+                Slot::Scalar(ws) => {
+                    let wv = ws.to_f64();
+                    grads[0] = Some(gmuls(g, 1.0 - wv)?);
+                    grads[1] = Some(gmuls(g, wv)?);
+                }
+                Slot::Input(i) => {
+                    let wt = &xs[i];
+                    grads[0] = Some(gmul(g, &grsubs(wt, 1.0)?)?);
+                    grads[1] = Some(gmul(g, wt)?);
+                    grads[i] = Some(gmul(g, &gsub(e, s)?)?);
+                }
+            }
+            Ok(grads)
+        });
+        Ok(out)
+    }
+
+    /// `nan_to_num(nan, posinf, neginf)`: replace NaN and infinities (defaults: 0 and the
+    /// dtype's largest/lowest finite values). Integer and bool tensors are copied.
+    pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        let out = self.nan_to_num_raw(nan, posinf, neginf)?;
+        record_misc("NanToNumBackward0", &[self], &out, |g, xs| {
+            Ok(vec![Some(gmul(g, &xs[0].unary(UnaryOp::IsFinite)?)?)])
+        });
+        Ok(out)
+    }
+
+    /// `softplus(beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear where
+    /// `beta x > threshold`. Floating point only.
+    pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        let out = self.softplus_raw(beta, threshold)?;
+        record_misc("SoftplusBackward0", &[self], &out, move |g, xs| {
+            let bx = gmuls(&xs[0], beta)?;
+            let s = bx.unary(UnaryOp::Sigmoid)?;
+            let linear = bx.binary_scalar(Scalar::Float(threshold), BinaryOp::Gt, false)?;
+            let d = gadd(&s, &gmul(&linear, &grsubs(&s, 1.0)?)?)?;
+            Ok(vec![Some(gmul(g, &d)?)])
+        });
+        Ok(out)
+    }
+
+    /// `round(decimals)`: round half to even at `10^-decimals` (decimals may be negative).
+    pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+        if decimals == 0 {
+            return self.unary(UnaryOp::Round);
+        }
+        let out = self.round_decimals_raw(decimals)?;
+        record_misc("RoundBackward1", &[self], &out, |g, _| {
+            Ok(vec![Some(gzero(g)?)])
+        });
+        Ok(out)
+    }
+
+    /// `sinc(x) = sin(pi x) / (pi x)`, 1 at 0. Integers compute in the default float dtype.
+    pub fn sinc(&self) -> Result<Tensor> {
+        let out = self.sinc_raw()?;
+        record_misc("SincBackward0", &[self], &out, |g, xs| {
+            // d/dx sinc(x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0.
+            let x = &xs[0];
+            let nz = x.binary_scalar(Scalar::Float(0.0), BinaryOp::Ne, false)?;
+            let safe = gadd(
+                x,
+                &x.binary_scalar(Scalar::Float(0.0), BinaryOp::Eq, false)?,
+            )?;
+            let c = gmuls(x, std::f64::consts::PI)?.unary(UnaryOp::Cos)?;
+            let d = gdiv(&gsub(&c, &x.sinc()?)?, &safe)?;
+            Ok(vec![Some(gmul(g, &gmul(&d, &nz)?)?)])
+        });
+        Ok(out)
+    }
+
+    /// Degrees to radians (integers compute in the default float dtype).
+    pub fn deg2rad(&self) -> Result<Tensor> {
+        let out = self.deg2rad_raw()?;
+        record_misc("Deg2RadBackward0", &[self], &out, |g, _| {
+            Ok(vec![Some(gmuls(g, std::f64::consts::PI / 180.0)?)])
+        });
+        Ok(out)
+    }
+
+    /// Radians to degrees (integers compute in the default float dtype).
+    pub fn rad2deg(&self) -> Result<Tensor> {
+        let out = self.rad2deg_raw()?;
+        record_misc("Rad2DegBackward0", &[self], &out, |g, _| {
+            Ok(vec![Some(gmuls(g, 180.0 / std::f64::consts::PI)?)])
+        });
+        Ok(out)
+    }
+
+    /// `hypot(other) = sqrt(self^2 + other^2)`. Floating point only.
+    pub fn hypot(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.hypot_raw(other)?;
+        self.record_binary_misc("HypotBackward0", other, &out, |g, a, b| {
+            let r = gadd(&gmul(a, a)?, &gmul(b, b)?)?.unary(UnaryOp::Sqrt)?;
+            Ok((Some(gdiv(&gmul(g, a)?, &r)?), Some(gdiv(&gmul(g, b)?, &r)?)))
+        });
+        Ok(out)
+    }
+
+    /// `copysign(other)`: magnitude of `self`, sign of `other` (integers give floats).
+    pub fn copysign(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.copysign_raw(other)?;
+        self.record_binary_misc("CopysignBackward0", other, &out, |g, a, b| {
+            // d/da |a| sign(b) = sign(a) sign(b) (0 at a = 0); no gradient for `other`.
+            let sb = Tensor::ones(b.shape(), DType::F64)
+                .copysign_raw(&TensorOrScalar::Tensor(b.clone()))?;
+            Ok((
+                Some(gmul(g, &gmul(&a.unary(UnaryOp::Sign)?, &sb)?)?),
+                Some(gzero(g)?),
+            ))
+        });
+        Ok(out)
+    }
+
+    /// `xlogy(other) = self * log(other)`, 0 where `self == 0` (unless `other` is NaN).
+    pub fn xlogy(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.xlogy_raw(other)?;
+        self.record_binary_misc("XlogyBackward0", other, &out, |g, a, b| {
+            let nz = a.binary_scalar(Scalar::Float(0.0), BinaryOp::Ne, false)?;
+            let ga = gmul(g, &gmul(&b.unary(UnaryOp::Log)?, &nz)?)?;
+            Ok((Some(ga), Some(gdiv(&gmul(g, a)?, b)?)))
+        });
+        Ok(out)
+    }
+
+    /// `logaddexp(other) = log(exp(self) + exp(other))`, computed stably. Floats only.
+    pub fn logaddexp(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.logaddexp_raw(other)?;
+        self.record_binary_misc("LogaddexpBackward0", other, &out, |g, a, b| {
+            let d = gsub(a, b)?;
+            let ga = gmul(g, &d.unary(UnaryOp::Sigmoid)?)?;
+            let gb = gmul(g, &d.unary(UnaryOp::Neg)?.unary(UnaryOp::Sigmoid)?)?;
+            Ok((Some(ga), Some(gb)))
+        });
+        Ok(out)
+    }
+
+    /// `logaddexp2(other) = log2(2^self + 2^other)`. Floats only.
+    pub fn logaddexp2(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.logaddexp2_raw(other)?;
+        self.record_binary_misc("Logaddexp2Backward0", other, &out, |g, a, b| {
+            let d = gmuls(&gsub(a, b)?, std::f64::consts::LN_2)?;
+            let ga = gmul(g, &d.unary(UnaryOp::Sigmoid)?)?;
+            let gb = gmul(g, &d.unary(UnaryOp::Neg)?.unary(UnaryOp::Sigmoid)?)?;
+            Ok((Some(ga), Some(gb)))
+        });
+        Ok(out)
+    }
+
+    /// `float_power(exponent)`: `self ** exponent` in double precision (result float64).
+    pub fn float_power(&self, exponent: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.float_power_raw(exponent)?;
+        self.record_binary_misc("PowBackward1", exponent, &out, |g, a, b| {
+            let (a, b) = (a.cast(DType::F64)?, b.cast(DType::F64)?);
+            let ga = gmul(
+                g,
+                &gmul(
+                    &b,
+                    &a.binary(
+                        &b.binary_scalar(Scalar::Float(1.0), BinaryOp::Sub, false)?,
+                        BinaryOp::Pow,
+                    )?,
+                )?,
+            )?;
+            let gb = gmul(
+                g,
+                &gmul(&a.binary(&b, BinaryOp::Pow)?, &a.unary(UnaryOp::Log)?)?,
+            )?;
+            Ok((Some(ga), Some(gb)))
+        });
+        Ok(out)
+    }
+
+    /// `fmod(other)`: remainder with the sign of the dividend (C's `fmod`). Integer division
+    /// by zero is an error.
+    pub fn fmod(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.fmod_raw(other)?;
+        self.record_binary_misc("FmodBackward1", other, &out, |g, a, b| {
+            let q = a.div_mode_raw(&TensorOrScalar::Tensor(b.clone()), Some("trunc"))?;
+            Ok((Some(g.clone()), Some(gmul(g, &q)?.unary(UnaryOp::Neg)?)))
+        });
+        Ok(out)
+    }
+
+    /// `div(other, rounding_mode)`: `None` is true division, `"trunc"` rounds toward zero
+    /// and `"floor"` toward negative infinity; the rounding modes keep integer dtypes (and
+    /// have zero gradient, as in PyTorch).
+    pub fn div_mode(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        let out = self.div_mode_raw(other, rounding_mode)?;
+        if rounding_mode.is_some() {
+            self.record_binary_misc("DivBackward2", other, &out, |g, _, _| {
+                Ok((Some(gzero(g)?), Some(gzero(g)?)))
+            });
+        }
+        Ok(out)
+    }
+
+    /// `add(other, alpha)` / `sub(other, alpha)`: `self ± alpha * other` in one rounding.
+    pub fn add_scaled(
+        &self,
+        other: &TensorOrScalar,
+        alpha: Scalar,
+        subtract: bool,
+    ) -> Result<Tensor> {
+        let out = self.add_scaled_raw(other, alpha, subtract)?;
+        let k = if subtract {
+            -alpha.to_f64()
+        } else {
+            alpha.to_f64()
+        };
+        let name = if subtract {
+            "SubBackward0"
+        } else {
+            "AddBackward0"
+        };
+        self.record_binary_misc(name, other, &out, move |g, _, _| {
+            Ok((Some(g.clone()), Some(gmuls(g, k)?)))
+        });
+        Ok(out)
+    }
+
+    /// `addcmul(t1, t2, value)`: `self + value * t1 * t2`; `addcdiv`: `self + value * t1 / t2`
+    /// (integer `t1`/`t2` are refused for addcdiv, as in PyTorch).
+    pub fn addc(&self, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Result<Tensor> {
+        let out = self.addc_raw(t1, t2, value, div)?;
+        let v = value.to_f64();
+        let name = if div {
+            "AddcdivBackward0"
+        } else {
+            "AddcmulBackward0"
+        };
+        record_misc(name, &[self, t1, t2], &out, move |g, xs| {
+            let (x, y) = (&xs[1], &xs[2]);
+            let gv = gmuls(g, v)?;
+            let (g1, g2) = if div {
+                let g1 = gdiv(&gv, y)?;
+                let g2 = gdiv(&gmul(&gv, x)?, &gmul(y, y)?)?.unary(UnaryOp::Neg)?;
+                (g1, g2)
+            } else {
+                (gmul(&gv, y)?, gmul(&gv, x)?)
+            };
+            Ok(vec![Some(g.clone()), Some(g1), Some(g2)])
+        });
+        Ok(out)
+    }
+
+    /// Record a binary misc op's node; `f(g, a, b)` gets `other` as a tensor (a scalar as a
+    /// 0-d float64 tensor) and returns the gradients of `self` and `other`.
+    fn record_binary_misc(
+        &self,
+        name: &'static str,
+        other: &TensorOrScalar,
+        out: &Tensor,
+        f: impl Fn(&Tensor, &Tensor, &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)>
+            + Send
+            + 'static,
+    ) {
+        let b = match other {
+            TensorOrScalar::Tensor(t) => t.clone(),
+            TensorOrScalar::Scalar(s) => Tensor::scalar(*s, DType::F64),
+        };
+        record_misc(name, &[self, &b], out, move |g, xs| {
+            let (ga, gb) = f(g, &xs[0], &xs[1])?;
+            Ok(vec![ga, gb])
+        });
     }
 }

@@ -976,3 +976,80 @@ def test_large_tensors_take_the_parallel_path():
     np.testing.assert_allclose(ta.addcmul(tb, tb, value=2).numpy(), a + 2 * b * b, rtol=1e-6)
     np.testing.assert_allclose(torch.hypot(ta, tb).numpy(), np.hypot(a, b), rtol=1e-6)
     np.testing.assert_allclose((ta + tb).numpy(), a + b)
+
+
+# ----------------------------------------------------------------------------- autograd
+
+def _leaf(a):
+    return torch.tensor(np.asarray(a, np.float64), requires_grad=True)
+
+
+GRAD_RNG = np.random.default_rng(41)
+X = GRAD_RNG.uniform(-2, 2, (3, 4))
+Y = GRAD_RNG.uniform(0.5, 2, (4,))
+W = GRAD_RNG.uniform(-1, 1, (3, 1))
+
+
+@pytest.mark.parametrize("name,fn,args", [
+    ("clamp scalars", lambda x: x.clamp(-1, 1), (X,)),
+    ("clamp_min", lambda x: torch.clamp_min(x, 0.3), (X,)),
+    ("clamp tensors", lambda x, lo, hi: x.clamp(lo, hi), (X, Y - 2.5, W + 1.5)),
+    ("lerp scalar", lambda s, e: s.lerp(e, 0.3), (X, Y)),
+    ("lerp tensor", lambda s, e, w: torch.lerp(s, e, w), (X, Y, W)),
+    ("addcmul", lambda s, a, b: s.addcmul(a, b, value=0.5), (X, Y, W)),
+    ("addcdiv", lambda s, a, b: torch.addcdiv(s, a, b, value=2), (X, W, Y)),
+    ("add alpha", lambda a, b: a.add(b, alpha=3), (X, Y)),
+    ("sub alpha", lambda a, b: torch.sub(a, b, alpha=0.5), (X, W)),
+    ("softplus", lambda x: torch.softplus(x, beta=2, threshold=1), (X,)),
+    ("hypot", lambda a, b: a.hypot(b), (X, Y)),
+    ("hypot scalar", lambda a: a.hypot(1.5), (X,)),
+    ("copysign", lambda a, b: a.copysign(b), (X, W)),
+    ("xlogy", lambda a, b: a.xlogy(b), (X, Y)),
+    ("logaddexp", lambda a, b: torch.logaddexp(a, b), (X, W)),
+    ("logaddexp2", lambda a, b: torch.logaddexp2(a, b), (X, Y)),
+    ("float_power", lambda a, b: a.float_power(b), (np.abs(X) + 0.5, W)),
+    ("fmod", lambda a, b: torch.fmod(a, b), (X, Y)),
+    ("nan_to_num", lambda x: x.nan_to_num(), (X,)),
+    ("sinc", lambda x: x.sinc(), (X,)),
+    ("deg2rad", lambda x: x.deg2rad(), (X,)),
+    ("rad2deg", lambda x: torch.rad2deg(x), (X,)),
+    ("gelu", lambda x: torch.gelu(x), (X,)),
+    ("gelu tanh", lambda x: torch.gelu(x, approximate="tanh"), (X,)),
+    ("round decimals", lambda x: x.round(decimals=1) + x, (X,)),
+    ("div floor", lambda a, b: a.div(b, rounding_mode="floor") + a * b, (X, Y)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_gradcheck_misc_ops(name, fn, args):
+    from ferrotorch.autograd import gradcheck
+
+    inputs = tuple(_leaf(a) for a in args)
+    assert gradcheck(fn, inputs)
+    out = fn(*inputs)
+    assert out.requires_grad and out.grad_fn is not None
+
+
+def test_misc_grad_values_and_no_grad():
+    x = _leaf([-2.0, 0.5, 3.0])
+    x.clamp(-1, 1).backward(torch.ones(3, dtype=torch.float64))
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 1, 0])
+    with torch.no_grad():
+        assert not x.clamp(0, 1).requires_grad
+    y = torch.tensor([1.0, 2.0])
+    assert torch.hypot(y, y).grad_fn is None
+    assert not x.heaviside(torch.tensor([0.5], dtype=torch.float64)).requires_grad
+    assert not x.signbit().requires_grad
+
+
+def test_misc_inplace_under_autograd():
+    x = _leaf([-2.0, 0.5, 3.0])
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        x.clamp_(0, 1)
+    y = x * 1
+    y.clamp_(-1, 1)
+    y.addcmul_(x, x, value=2)
+    y.backward(torch.ones(3, dtype=torch.float64))
+    np.testing.assert_allclose(x.grad.numpy(), np.array([0, 1, 0]) + 4 * x.detach().numpy())
+    z = x * 1
+    z.lerp_(torch.zeros(3, dtype=torch.float64), 0.25)
+    z.backward(torch.ones(3, dtype=torch.float64))
+    np.testing.assert_allclose(x.grad.numpy(), np.array([0, 1, 0]) + 4 * x.detach().numpy()
+                               + 0.75)
