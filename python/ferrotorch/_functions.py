@@ -16,6 +16,9 @@ sinh cosh tanh asinh acosh atanh sigmoid relu silu erf erfc erfinv floor ceil tr
 reciprocal square
 matmul mm bmm mv dot vdot inner outer ger addmm baddbmm addmv kron trace cross
 inverse det logdet cholesky matrix_power pinverse
+clamp clip clamp_min clamp_max lerp nan_to_num round isnan isinf isfinite isposinf isneginf
+hypot copysign fmod xlogy addcmul addcdiv true_divide divide multiply subtract float_power
+logaddexp logaddexp2 sinc deg2rad rad2deg heaviside signbit positive negative
 """.split()
 
 __all__ = []

@@ -6,7 +6,7 @@ functions and adds :func:`fork_rng`.
 
 import contextlib
 
-from ferrotorch._C import (  # noqa: F401
+from ferrotorch._C import (
     Generator,
     default_generator,
     get_rng_state,

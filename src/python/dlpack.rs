@@ -512,7 +512,7 @@ fn import_capsule(cap: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let numel = layout.numel();
     // SAFETY: `data + byte_offset` is where element 0 lives (DLPack's definition).
     let data = unsafe { (dl.data as *mut u8).add(dl.byte_offset as usize) };
-    if numel > 0 && (data as usize) % dtype.size() != 0 {
+    if numel > 0 && !(data as usize).is_multiple_of(dtype.size()) {
         return Err(PyBufferError::new_err(format!(
             "from_dlpack: the data pointer is not aligned for {dtype}"
         )));

@@ -5,6 +5,7 @@ mod convert;
 mod creation;
 mod dlpack;
 mod linalg;
+mod misc_ops;
 mod numpy_interop;
 mod parallel;
 mod random;
@@ -81,6 +82,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     parallel::register(m)?;
     dlpack::register(m)?;
     linalg::register(m)?;
+    misc_ops::register(m)?;
     reduce::register(m)?;
     Ok(())
 }

@@ -301,13 +301,23 @@ macro_rules! binary_dunders {
                 fn $iname(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
                     binop_inplace(py, &self.inner, other, $op)
                 }
-                fn $meth(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+                // `alpha=` (add/sub) and `rounding_mode=` (div) are handled in misc_ops.rs.
+                #[pyo3(signature = (other, *, alpha=None, rounding_mode=None))]
+                fn $meth(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>, rounding_mode: Option<String>) -> PyResult<PyTensor> {
+                    if alpha.is_some() || rounding_mode.is_some() {
+                        return super::misc_ops::binary_kw(py, &self.inner, other, $op, alpha, rounding_mode.as_deref(), stringify!($meth));
+                    }
                     binop(py, &self.inner, other, $op, false)?.ok_or_else(|| {
                         PyTypeError::new_err(format!("{}(): argument 'other' must be Tensor or Number", stringify!($meth)))
                     })
                 }
-                fn $imeth<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+                #[pyo3(signature = (other, *, alpha=None, rounding_mode=None))]
+                fn $imeth<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<&Bound<'py, PyAny>>, rounding_mode: Option<String>) -> PyResult<Bound<'py, Self>> {
                     let t = slf.borrow().inner.clone();
+                    if alpha.is_some() || rounding_mode.is_some() {
+                        super::misc_ops::binary_kw_(slf.py(), &t, other, $op, alpha, rounding_mode.as_deref(), stringify!($imeth))?;
+                        return Ok(slf);
+                    }
                     binop_inplace(slf.py(), &t, other, $op)?;
                     Ok(slf)
                 }

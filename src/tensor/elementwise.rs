@@ -351,7 +351,14 @@ impl Tensor {
             .tensor(self.dtype(), self.ndim())
             .scalar(s)
             .finish();
-        let st = Tensor::scalar(s, common);
+        // Ops that turn integers into floats see the scalar's own value (int8 / 300 is
+        // 300.0, not 300 wrapped to int8), as PyTorch does.
+        let st_dtype = if op.promotes_int_to_float() && !common.is_floating_point() {
+            op.dtypes(common)?.0
+        } else {
+            common
+        };
+        let st = Tensor::scalar(s, st_dtype);
         let (a, b) = if reversed { (&st, self) } else { (self, &st) };
         let out = no_grad(|| binary_kernel(a, b, op, common))?;
         super::elementwise_grad::record_binary(op, a, b, &out);
@@ -590,7 +597,7 @@ fn binary_kernel(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<
                     Sub => run!(T, |x: T, y: T| x - y),
                     Mul => run!(T, |x: T, y: T| x * y),
                     Div => run!(T, |x: T, y: T| x / y),
-                    FloorDiv => run!(T, |x: T, y: T| (x / y).floor()),
+                    FloorDiv => run!(T, div_floor_float::<T>),
                     Remainder => run!(T, |x: T, y: T| {
                         let r = x % y;
                         if r != 0.0 as T && ((r < 0.0 as T) != (y < 0.0 as T)) {
@@ -682,5 +689,1320 @@ impl Tensor {
                 .into_iter()
                 .all(|o| !s[o].is_zero()))
         })
+    }
+}
+
+// =============================================================================================
+// Misc elementwise ops: clamp, lerp, nan_to_num, gelu, softplus, round(decimals), hypot,
+// copysign, fmod, xlogy, addcmul/addcdiv, add/sub with alpha, div with rounding modes,
+// float_power, logaddexp, sinc, deg2rad/rad2deg, heaviside, signbit, positive.
+
+use crate::layout::Layout;
+use rayon::prelude::*;
+
+use super::index::TensorOrScalar;
+
+/// Add a tensor-or-scalar operand to a result-type computation.
+fn add_operand(rt: ResultType, x: &TensorOrScalar) -> ResultType {
+    match x {
+        TensorOrScalar::Tensor(t) => rt.tensor(t.dtype(), t.ndim()),
+        TensorOrScalar::Scalar(s) => rt.scalar(*s),
+    }
+}
+
+/// A tensor-or-scalar operand as a tensor of `dtype` (a scalar becomes a 0-d tensor).
+fn operand_tensor(x: &TensorOrScalar, dtype: DType) -> Tensor {
+    match x {
+        TensorOrScalar::Tensor(t) => t.to_dtype(dtype),
+        TensorOrScalar::Scalar(s) => Tensor::scalar(*s, dtype),
+    }
+}
+
+/// Broadcast `a` and `b` (both of element type `T`) and map them elementwise.
+fn zip_map<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    op: &'static str,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let la = a.layout().broadcast_to(op, &shape)?;
+    let lb = b.layout().broadcast_to(op, &shape)?;
+    let (sa, sb) = (a.storage_slice::<T>()?, b.storage_slice::<T>()?);
+    Ok(Tensor::from_vec_unchecked(
+        strided::map2(sa, &la, sb, &lb, f),
+        &shape,
+    ))
+}
+
+/// Map one tensor of element type `T`.
+fn map_one<T: Element, U: Element>(a: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Result<Tensor> {
+    let s = a.storage_slice::<T>()?;
+    Ok(Tensor::from_vec_unchecked(
+        strided::map1(s, a.layout(), f),
+        a.shape(),
+    ))
+}
+
+/// `out[i] = f(a[i], b[i], c[i])` over layouts that already have the output's shape.
+fn map3<A: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
+    (a, la): (&[A], &Layout),
+    (b, lb): (&[A], &Layout),
+    (c, lc): (&[A], &Layout),
+    f: impl Fn(A, A, A) -> U + Sync + Send,
+) -> Vec<U> {
+    let n = la.numel();
+    let mut out = vec![U::default(); n];
+    if n == 0 {
+        return out;
+    }
+    let co = strided::coalesce(&la.shape, [&la.strides, &lb.strides, &lc.strides]);
+    let run_chunk = |start: usize, o: &mut [U]| {
+        let mut w = 0;
+        co.for_each_run(
+            [la.offset, lb.offset, lc.offset],
+            start,
+            start + o.len(),
+            |[oa, ob, oc], len, [sa, sb, sc]| {
+                for (i, o) in o[w..w + len].iter_mut().enumerate() {
+                    *o = f(a[oa + i * sa], b[ob + i * sb], c[oc + i * sc]);
+                }
+                w += len;
+            },
+        );
+    };
+    if n >= strided::PAR_THRESHOLD {
+        let cl = strided::chunk_len(n);
+        out.par_chunks_mut(cl)
+            .enumerate()
+            .for_each(|(ci, o)| run_chunk(ci * cl, o));
+    } else {
+        run_chunk(0, &mut out);
+    }
+    out
+}
+
+/// Broadcast three tensors of element type `T` and map them elementwise.
+fn zip3_map<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    op: &'static str,
+    f: impl Fn(T, T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let shape = broadcast_shapes(op, &shape, c.shape())?;
+    let la = a.layout().broadcast_to(op, &shape)?;
+    let lb = b.layout().broadcast_to(op, &shape)?;
+    let lc = c.layout().broadcast_to(op, &shape)?;
+    let out = map3(
+        (a.storage_slice::<T>()?, &la),
+        (b.storage_slice::<T>()?, &lb),
+        (c.storage_slice::<T>()?, &lc),
+        f,
+    );
+    Ok(Tensor::from_vec_unchecked(out, &shape))
+}
+
+fn require_float(dtype: DType, op: &'static str) -> Result<()> {
+    if !dtype.is_floating_point() {
+        return Err(Error::UnsupportedDType { op, dtype });
+    }
+    Ok(())
+}
+
+/// The float dtype an op that always returns floats gives for `common` (ints -> default).
+fn float_result(common: DType) -> DType {
+    if common.is_floating_point() {
+        common
+    } else {
+        crate::default_dtype()
+    }
+}
+
+/// Does the integer scalar `s` fit in integer dtype `d`? (PyTorch refuses to narrow.)
+fn check_scalar_fits(s: Scalar, d: DType, op: &'static str) -> Result<()> {
+    if let Scalar::Int(v) = s {
+        let (lo, hi): (i64, i64) = match d {
+            DType::U8 => (0, u8::MAX as i64),
+            DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            _ => return Ok(()),
+        };
+        if v < lo || v > hi {
+            return Err(Error::Runtime(format!(
+                "{op}: value cannot be converted to type {d} without overflow"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's floor division for floats (`div_floor_floating`): exact where `floor(a / b)`
+/// is not (e.g. `1.0 // 0.1 == 9.0`), IEEE results for a zero divisor.
+#[inline]
+pub(crate) fn div_floor_float<T: FloatElement>(a: T, b: T) -> T {
+    let zero = <T as Element>::zero();
+    let one = <T as Element>::one();
+    if b == zero {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != zero && ((b < zero) != (m < zero)) {
+        div = div - one;
+    }
+    if div != zero {
+        let mut fd = div.floor();
+        if div - fd > <T as Element>::from_f64(0.5) {
+            fd = fd + one;
+        }
+        fd
+    } else {
+        zero.copysign(a / b)
+    }
+}
+
+/// Integer floor division (`b != 0`).
+#[inline]
+fn int_div_floor(a: i64, b: i64) -> i64 {
+    let q = a.wrapping_div(b);
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn zero_division() -> Error {
+    Error::Runtime("ZeroDivisionError".into())
+}
+
+impl Tensor {
+    /// Promoted dtype of `self` with `other`.
+    fn promoted_with(&self, other: &TensorOrScalar) -> DType {
+        add_operand(ResultType::new().tensor(self.dtype(), self.ndim()), other).finish()
+    }
+
+    // ------------------------------------------------------------------ clamp
+
+    /// `clamp(min, max)`: `min(max(self, min), max)` with either bound optional, scalar or
+    /// tensor; dtypes promote (an integer tensor clamped by a float becomes float). NaNs
+    /// propagate.
+    #[allow(clippy::bool_comparison)] // the generic body is also instantiated for bool
+    fn clamp_raw(
+        &self,
+        min: Option<&TensorOrScalar>,
+        max: Option<&TensorOrScalar>,
+    ) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(Error::Runtime(
+                "torch.clamp: At least one of 'min' or 'max' must not be None".into(),
+            ));
+        }
+        let mut rt = ResultType::new().tensor(self.dtype(), self.ndim());
+        for b in [min, max].into_iter().flatten() {
+            rt = add_operand(rt, b);
+        }
+        let out = rt.finish();
+        if out == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "clamp",
+                dtype: out,
+            });
+        }
+        for b in [min, max].into_iter().flatten() {
+            if let TensorOrScalar::Scalar(s) = b {
+                check_scalar_fits(*s, out, "clamp")?;
+            }
+        }
+        let cd = out.compute_dtype();
+        let mut r = self.to_dtype(cd);
+        for (b, is_min) in [(min, true), (max, false)] {
+            let Some(b) = b else { continue };
+            let bt = operand_tensor(b, cd);
+            r = if cd.is_floating_point() {
+                with_float_dtype!(
+                    cd,
+                    T,
+                    {
+                        zip_map(&r, &bt, "clamp", |x: T, y: T| {
+                            if x.is_nan() || y.is_nan() {
+                                T::NAN
+                            } else if (x < y) == is_min {
+                                y
+                            } else {
+                                x
+                            }
+                        })?
+                    },
+                    unreachable!()
+                )
+            } else {
+                with_dtype!(cd, T, {
+                    zip_map(
+                        &r,
+                        &bt,
+                        "clamp",
+                        |x: T, y: T| {
+                            if (x < y) == is_min {
+                                y
+                            } else {
+                                x
+                            }
+                        },
+                    )?
+                })
+            };
+        }
+        Ok(r.to_dtype(out))
+    }
+
+    /// In-place `clamp_`: the promoted result must keep `self`'s dtype for integer tensors.
+    pub fn clamp_(&self, min: Option<&TensorOrScalar>, max: Option<&TensorOrScalar>) -> Result<()> {
+        let others = operand_tensors(&[min, max]);
+        let others: Vec<&Tensor> = others.iter().collect();
+        self.inplace(&others, "clamp", |me| {
+            let r = me.clamp(min, max)?;
+            if !me.dtype().is_floating_point() && r.dtype() != me.dtype() {
+                return Err(Error::Runtime(format!(
+                    "result type {} can't be cast to the desired output type {}",
+                    r.dtype().torch_name(),
+                    me.dtype().torch_name()
+                )));
+            }
+            Ok(r)
+        })
+    }
+
+    // ------------------------------------------------------------------ lerp
+
+    /// `lerp(end, weight)`: `self + weight * (end - self)` (computed from `end` when
+    /// `|weight| >= 0.5`, as PyTorch does). Floating point only; `end` (and a tensor
+    /// `weight`) must have `self`'s dtype.
+    fn lerp_raw(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<Tensor> {
+        let dt = self.dtype();
+        require_float(dt, "lerp_kernel_scalar")?;
+        if end.dtype() != dt {
+            return Err(Error::Runtime(format!(
+                "expected dtype {dt} for `end` but got dtype {}",
+                end.dtype()
+            )));
+        }
+        if let TensorOrScalar::Tensor(w) = weight {
+            if w.dtype() != dt {
+                return Err(Error::Runtime(format!(
+                    "expected dtype {dt} for `weight` but got dtype {}",
+                    w.dtype()
+                )));
+            }
+        }
+        let cd = dt.compute_dtype();
+        let (a, b, w) = (
+            self.to_dtype(cd),
+            end.to_dtype(cd),
+            operand_tensor(weight, cd),
+        );
+        let r = with_float_dtype!(
+            cd,
+            T,
+            {
+                zip3_map(&a, &b, &w, "lerp", |s: T, e: T, w: T| {
+                    if w.abs() < 0.5 {
+                        s + w * (e - s)
+                    } else {
+                        e - (e - s) * (1.0 - w)
+                    }
+                })?
+            },
+            unreachable!()
+        );
+        Ok(r.to_dtype(dt))
+    }
+
+    // ------------------------------------------------------------------ unary-like
+
+    /// `nan_to_num(nan, posinf, neginf)`: replace NaN and infinities (defaults: 0 and the
+    /// dtype's largest/lowest finite values). Integer and bool tensors are copied.
+    fn nan_to_num_raw(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        let dt = self.dtype();
+        if !dt.is_floating_point() {
+            return Ok(self.clone_data());
+        }
+        let (max, lowest) = match dt {
+            DType::F16 => (half::f16::MAX.to_f64(), half::f16::MIN.to_f64()),
+            DType::BF16 => (half::bf16::MAX.to_f64(), half::bf16::MIN.to_f64()),
+            DType::F32 => (f32::MAX as f64, f32::MIN as f64),
+            _ => (f64::MAX, f64::MIN),
+        };
+        let (pinf, ninf) = (posinf.unwrap_or(max), neginf.unwrap_or(lowest));
+        let cd = dt.compute_dtype();
+        let x = self.to_dtype(cd);
+        let r = with_float_dtype!(
+            cd,
+            T,
+            {
+                let (n, p, m) = (nan as T, pinf as T, ninf as T);
+                map_one(&x, move |v: T| {
+                    if v.is_nan() {
+                        n
+                    } else if v == T::INFINITY {
+                        p
+                    } else if v == T::NEG_INFINITY {
+                        m
+                    } else {
+                        v
+                    }
+                })?
+            },
+            unreachable!()
+        );
+        Ok(r.to_dtype(dt))
+    }
+
+    /// `gelu(approximate)`: "none" (erf form) or "tanh". Floating point only.
+    pub fn gelu(&self, approximate: &str) -> Result<Tensor> {
+        let op = match approximate {
+            "none" => UnaryOp::Gelu,
+            "tanh" => UnaryOp::GeluTanh,
+            _ => {
+                return Err(Error::Runtime(
+                    "approximate argument must be either none or tanh.".into(),
+                ))
+            }
+        };
+        require_float(self.dtype(), "GeluKernelImpl")?;
+        self.unary(op)
+    }
+
+    /// `softplus(beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear where
+    /// `beta x > threshold`. Floating point only.
+    fn softplus_raw(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        let dt = self.dtype();
+        require_float(dt, "softplus")?;
+        let cd = dt.compute_dtype();
+        let x = self.to_dtype(cd);
+        let r = with_float_dtype!(
+            cd,
+            T,
+            {
+                let (b, th) = (beta as T, threshold as T);
+                map_one(&x, move |v: T| {
+                    if v * b > th {
+                        v
+                    } else {
+                        (v * b).exp().ln_1p() / b
+                    }
+                })?
+            },
+            unreachable!()
+        );
+        Ok(r.to_dtype(dt))
+    }
+
+    /// `round(decimals)`: round half to even at `10^-decimals` (decimals may be negative).
+    fn round_decimals_raw(&self, decimals: i64) -> Result<Tensor> {
+        if decimals == 0 {
+            return self.unary(UnaryOp::Round);
+        }
+        let dt = self.dtype();
+        require_float(dt, "round_decimals")?;
+        let cd = dt.compute_dtype();
+        let x = self.to_dtype(cd);
+        let neg = decimals < 0;
+        let p = 10f64.powi(decimals.unsigned_abs().min(400) as i32);
+        let r = with_float_dtype!(
+            cd,
+            T,
+            {
+                let p = p as T;
+                map_one(&x, move |v: T| {
+                    if neg {
+                        (v / p).round_ties_even() * p
+                    } else {
+                        (v * p).round_ties_even() / p
+                    }
+                })?
+            },
+            unreachable!()
+        );
+        Ok(r.to_dtype(dt))
+    }
+
+    /// `sinc(x) = sin(pi x) / (pi x)`, 1 at 0. Integers compute in the default float dtype.
+    fn sinc_raw(&self) -> Result<Tensor> {
+        self.float_map("sinc", |v: f64| {
+            if v == 0.0 {
+                1.0
+            } else {
+                let p = std::f64::consts::PI * v;
+                p.sin() / p
+            }
+        })
+    }
+
+    /// Degrees to radians (integers compute in the default float dtype).
+    fn deg2rad_raw(&self) -> Result<Tensor> {
+        self.float_map("deg2rad", |v: f64| v * (std::f64::consts::PI / 180.0))
+    }
+
+    /// Radians to degrees (integers compute in the default float dtype).
+    fn rad2deg_raw(&self) -> Result<Tensor> {
+        self.float_map("rad2deg", |v: f64| v * (180.0 / std::f64::consts::PI))
+    }
+
+    /// A float -> float map computed in f64 for f64 tensors and f32 otherwise (via f64 per
+    /// element, rounded once); integer inputs give the default float dtype.
+    #[allow(clippy::unnecessary_cast)] // `as f64` is a no-op only in the f64 instantiation
+    fn float_map(&self, _op: &'static str, f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
+        let out = float_result(self.dtype());
+        let cd = out.compute_dtype();
+        let x = self.to_dtype(cd);
+        let r = with_float_dtype!(
+            cd,
+            T,
+            { map_one(&x, |v: T| f(v as f64) as T)? },
+            unreachable!()
+        );
+        Ok(r.to_dtype(out))
+    }
+
+    /// True where the sign bit is set (`-0.0` and negative NaNs included).
+    #[allow(clippy::bool_comparison)] // the generic body is also instantiated for bool
+    pub fn signbit(&self) -> Result<Tensor> {
+        let dt = self.dtype();
+        if dt.is_floating_point() {
+            let x = self.to_dtype(dt.compute_dtype());
+            return with_float_dtype!(
+                x.dtype(),
+                T,
+                { map_one(&x, |v: T| v.is_sign_negative()) },
+                unreachable!()
+            );
+        }
+        with_dtype!(dt, T, { map_one(self, |v: T| v < T::zero()) })
+    }
+
+    /// `positive()`: the tensor itself (not defined for bool).
+    pub fn positive(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::Runtime(
+                "The `+` operator, on a bool tensor is not supported.".into(),
+            ));
+        }
+        Ok(self.clone())
+    }
+
+    // ------------------------------------------------------------------ binary
+
+    /// A binary float op on the promoted dtype. `int_to_float` promotes integer results to
+    /// the default float dtype; otherwise integer inputs are an error.
+    fn float_binary(
+        &self,
+        other: &TensorOrScalar,
+        op: &'static str,
+        int_to_float: bool,
+        f32_op: impl Fn(f32, f32) -> f32 + Sync + Send,
+        f64_op: impl Fn(f64, f64) -> f64 + Sync + Send,
+    ) -> Result<Tensor> {
+        let common = self.promoted_with(other);
+        let out = if int_to_float {
+            float_result(common)
+        } else {
+            require_float(common, op)?;
+            common
+        };
+        let cd = out.compute_dtype();
+        let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
+        let r = match cd {
+            DType::F64 => zip_map(&a, &b, op, f64_op)?,
+            _ => zip_map(&a, &b, op, f32_op)?,
+        };
+        Ok(r.to_dtype(out))
+    }
+
+    /// `hypot(other) = sqrt(self^2 + other^2)`. Floating point only.
+    fn hypot_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        self.float_binary(other, "hypot_cpu", false, f32::hypot, f64::hypot)
+    }
+
+    /// `copysign(other)`: magnitude of `self`, sign of `other` (integers give floats).
+    fn copysign_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        self.float_binary(other, "copysign", true, f32::copysign, f64::copysign)
+    }
+
+    /// `xlogy(other) = self * log(other)`, 0 where `self == 0` (unless `other` is NaN).
+    fn xlogy_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        fn xlogy<T: num_traits::Float>(x: T, y: T) -> T {
+            if y.is_nan() {
+                T::nan()
+            } else if x == T::zero() {
+                T::zero()
+            } else {
+                x * y.ln()
+            }
+        }
+        self.float_binary(other, "xlogy", true, xlogy::<f32>, xlogy::<f64>)
+    }
+
+    /// `logaddexp(other) = log(exp(self) + exp(other))`, computed stably. Floats only.
+    fn logaddexp_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        fn lae<T: num_traits::Float>(a: T, b: T) -> T {
+            if a.is_infinite() && a == b {
+                a
+            } else {
+                let m = a.max(b);
+                m + (-(a - b).abs()).exp().ln_1p()
+            }
+        }
+        self.float_binary(other, "logaddexp_cpu", false, lae::<f32>, lae::<f64>)
+    }
+
+    /// `logaddexp2(other) = log2(2^self + 2^other)`. Floats only.
+    fn logaddexp2_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        fn lae2<T: num_traits::Float + num_traits::FloatConst>(a: T, b: T) -> T {
+            if a.is_infinite() && a == b {
+                a
+            } else {
+                let m = a.max(b);
+                m + (-(a - b).abs()).exp2().ln_1p() / T::LN_2()
+            }
+        }
+        fn lae2_32(a: f32, b: f32) -> f32 {
+            lae2(a, b)
+        }
+        fn lae2_64(a: f64, b: f64) -> f64 {
+            lae2(a, b)
+        }
+        self.float_binary(other, "logaddexp2_cpu", false, lae2_32, lae2_64)
+    }
+
+    /// `float_power(exponent)`: `self ** exponent` in double precision (result float64).
+    fn float_power_raw(&self, exponent: &TensorOrScalar) -> Result<Tensor> {
+        let a = self.to_dtype(DType::F64);
+        let b = operand_tensor(exponent, DType::F64);
+        zip_map(&a, &b, "float_power", |x: f64, y: f64| x.powf(y))
+    }
+
+    /// `float_power_`: only for float64 tensors (the result type is always float64).
+    pub fn float_power_(&self, exponent: &TensorOrScalar) -> Result<()> {
+        if self.dtype() != DType::F64 {
+            return Err(Error::Runtime(format!(
+                "the base given to float_power_ has dtype {} but the operation's result requires dtype Double",
+                self.dtype().torch_name()
+            )));
+        }
+        let others = operand_tensors(&[Some(exponent)]);
+        let others: Vec<&Tensor> = others.iter().collect();
+        self.inplace(&others, "float_power", |me| me.float_power(exponent))
+    }
+
+    /// `fmod(other)`: remainder with the sign of the dividend (C's `fmod`). Integer division
+    /// by zero is an error.
+    fn fmod_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.promoted_with(other);
+        if out == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "fmod_cpu",
+                dtype: out,
+            });
+        }
+        let cd = out.compute_dtype();
+        let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
+        let r = if cd.is_floating_point() {
+            with_float_dtype!(
+                cd,
+                T,
+                { zip_map(&a, &b, "fmod", |x: T, y: T| x % y)? },
+                unreachable!()
+            )
+        } else {
+            if !b.is_nonzero_all()? {
+                return Err(zero_division());
+            }
+            with_dtype!(cd, T, {
+                zip_map(&a, &b, "fmod", |x: T, y: T| {
+                    T::from_i64(x.to_i64().checked_rem(y.to_i64()).unwrap_or(0))
+                })?
+            })
+        };
+        Ok(r.to_dtype(out))
+    }
+
+    /// `heaviside(values)`: 0 where `self < 0`, `values` where `self == 0`, 1 where
+    /// `self > 0`. Both must have the same dtype.
+    #[allow(clippy::bool_comparison)] // the generic body is also instantiated for bool
+    pub fn heaviside(&self, values: &Tensor) -> Result<Tensor> {
+        if values.dtype() != self.dtype() {
+            return Err(Error::Runtime(
+                "heaviside is not yet implemented for tensors with different dtypes".into(),
+            ));
+        }
+        let dt = self.dtype();
+        let cd = dt.compute_dtype();
+        let (a, b) = (self.to_dtype(cd), values.to_dtype(cd));
+        let r = with_dtype!(cd, T, {
+            zip_map(&a, &b, "heaviside", |x: T, v: T| {
+                if x == T::zero() {
+                    v
+                } else if x > T::zero() {
+                    T::one()
+                } else {
+                    T::zero()
+                }
+            })?
+        });
+        Ok(r.to_dtype(dt))
+    }
+
+    /// `div(other, rounding_mode)`: `None` is true division, `"trunc"` rounds toward zero
+    /// and `"floor"` toward negative infinity; the rounding modes keep integer dtypes.
+    fn div_mode_raw(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        let floor = match rounding_mode {
+            None => {
+                return match other {
+                    TensorOrScalar::Tensor(t) => self.binary(t, BinaryOp::Div),
+                    TensorOrScalar::Scalar(s) => self.binary_scalar(*s, BinaryOp::Div, false),
+                }
+            }
+            Some("trunc") => false,
+            Some("floor") => true,
+            Some(m) => {
+                return Err(Error::Runtime(format!(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+            )))
+            }
+        };
+        let out = self.promoted_with(other);
+        let op = if floor {
+            "div_floor_cpu"
+        } else {
+            "div_trunc_cpu"
+        };
+        if out == DType::Bool {
+            return Err(Error::UnsupportedDType { op, dtype: out });
+        }
+        let cd = out.compute_dtype();
+        let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
+        let r = if cd.is_floating_point() {
+            with_float_dtype!(
+                cd,
+                T,
+                {
+                    if floor {
+                        zip_map(&a, &b, "div", div_floor_float::<T>)?
+                    } else {
+                        zip_map(&a, &b, "div", |x: T, y: T| (x / y).trunc())?
+                    }
+                },
+                unreachable!()
+            )
+        } else {
+            if !b.is_nonzero_all()? {
+                return Err(zero_division());
+            }
+            with_dtype!(cd, T, {
+                zip_map(&a, &b, "div", |x: T, y: T| {
+                    let (xi, yi) = (x.to_i64(), y.to_i64());
+                    T::from_i64(if floor {
+                        int_div_floor(xi, yi)
+                    } else {
+                        xi.wrapping_div(yi)
+                    })
+                })?
+            })
+        };
+        Ok(r.to_dtype(out))
+    }
+
+    /// In-place `div_(other, rounding_mode)`.
+    pub fn div_mode_(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<()> {
+        let others = operand_tensors(&[Some(other)]);
+        let others: Vec<&Tensor> = others.iter().collect();
+        self.inplace(&others, "div", |me| me.div_mode(other, rounding_mode))
+    }
+
+    /// `add(other, alpha)` / `sub(other, alpha)`: `self ± alpha * other` in one rounding.
+    fn add_scaled_raw(
+        &self,
+        other: &TensorOrScalar,
+        alpha: Scalar,
+        subtract: bool,
+    ) -> Result<Tensor> {
+        let op = if subtract {
+            BinaryOp::Sub
+        } else {
+            BinaryOp::Add
+        };
+        let out = self.promoted_with(other);
+        if matches!(alpha, Scalar::Bool(_)) && out != DType::Bool {
+            return Err(Error::Runtime(
+                "Boolean alpha only supported for Boolean results.".into(),
+            ));
+        }
+        if !out.is_floating_point() && matches!(alpha, Scalar::Float(_)) {
+            return Err(Error::Runtime(
+                "For integral input tensors, argument alpha must not be a floating point number."
+                    .into(),
+            ));
+        }
+        // Validates dtypes (e.g. bool subtraction) with the plain op's rules.
+        let (cd, _) = op.dtypes(out)?;
+        let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
+        let r = if cd.is_floating_point() {
+            with_float_dtype!(
+                cd,
+                T,
+                {
+                    let al = alpha.to_f64() as T;
+                    if subtract {
+                        zip_map(&a, &b, op.name(), move |x: T, y: T| x - al * y)?
+                    } else {
+                        zip_map(&a, &b, op.name(), move |x: T, y: T| x + al * y)?
+                    }
+                },
+                unreachable!()
+            )
+        } else {
+            with_dtype!(cd, T, {
+                let al: T = alpha.to_elem();
+                if subtract {
+                    zip_map(&a, &b, op.name(), move |x: T, y: T| x.sub(al.mul(y)))?
+                } else {
+                    zip_map(&a, &b, op.name(), move |x: T, y: T| x.add(al.mul(y)))?
+                }
+            })
+        };
+        Ok(r.to_dtype(out))
+    }
+
+    /// In-place `add_(other, alpha)` / `sub_(other, alpha)`.
+    pub fn add_scaled_(&self, other: &TensorOrScalar, alpha: Scalar, subtract: bool) -> Result<()> {
+        let others = operand_tensors(&[Some(other)]);
+        let others: Vec<&Tensor> = others.iter().collect();
+        let name = if subtract { "sub" } else { "add" };
+        self.inplace(&others, name, |me| me.add_scaled(other, alpha, subtract))
+    }
+
+    /// `addcmul(t1, t2, value)`: `self + value * t1 * t2`; `addcdiv`: `self + value * t1 / t2`
+    /// (integer `t1`/`t2` are refused for addcdiv, as in PyTorch).
+    fn addc_raw(&self, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Result<Tensor> {
+        let op = if div { "addcdiv" } else { "addcmul" };
+        if div && !t1.dtype().is_floating_point() && !t2.dtype().is_floating_point() {
+            return Err(Error::Runtime(
+                "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.".into(),
+            ));
+        }
+        let out = ResultType::new()
+            .tensor(self.dtype(), self.ndim())
+            .tensor(t1.dtype(), t1.ndim())
+            .tensor(t2.dtype(), t2.ndim())
+            .finish();
+        if !out.is_floating_point() && matches!(value, Scalar::Float(_)) {
+            return Err(Error::Runtime(format!(
+                "{op}: for integral input tensors, argument value must not be a floating point number."
+            )));
+        }
+        let cd = out.compute_dtype();
+        let (a, b, c) = (self.to_dtype(cd), t1.to_dtype(cd), t2.to_dtype(cd));
+        let r = if cd.is_floating_point() {
+            with_float_dtype!(
+                cd,
+                T,
+                {
+                    let v = value.to_f64() as T;
+                    if div {
+                        zip3_map(&a, &b, &c, op, move |s: T, x: T, y: T| s + v * x / y)?
+                    } else {
+                        zip3_map(&a, &b, &c, op, move |s: T, x: T, y: T| s + v * x * y)?
+                    }
+                },
+                unreachable!()
+            )
+        } else {
+            with_dtype!(cd, T, {
+                let v: T = value.to_elem();
+                zip3_map(&a, &b, &c, op, move |s: T, x: T, y: T| {
+                    s.add(v.mul(x.mul(y)))
+                })?
+            })
+        };
+        Ok(r.to_dtype(out))
+    }
+
+    /// In-place `addcmul_` / `addcdiv_`.
+    pub fn addc_(&self, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Result<()> {
+        let name = if div { "addcdiv" } else { "addcmul" };
+        self.inplace(&[t1, t2], name, |me| me.addc(t1, t2, value, div))
+    }
+
+    /// In-place `lerp_`.
+    pub fn lerp_(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<()> {
+        let mut others = vec![end.clone()];
+        others.extend(operand_tensors(&[Some(weight)]));
+        let others: Vec<&Tensor> = others.iter().collect();
+        self.inplace(&others, "lerp", |me| me.lerp(end, weight))
+    }
+
+    /// Run `f` as an in-place op on `self` (PyTorch's cast rule, autograd history rebased):
+    /// `f` computes the new value from `self`; `others` are its other tensor inputs.
+    pub fn apply_inplace(
+        &self,
+        others: &[&Tensor],
+        op: &'static str,
+        f: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
+        self.inplace(others, op, f)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Autograd of the misc ops: each public op runs its kernel (`*_raw`) and records one node whose
+// backward formula is written with Tensor ops (so it is differentiable under create_graph).
+
+use crate::autograd::{needs_grad, record, SavedTensor};
+
+/// The tensors among optional tensor-or-scalar operands (the ones gradients can reach).
+fn operand_tensors(xs: &[Option<&TensorOrScalar>]) -> Vec<Tensor> {
+    xs.iter()
+        .flatten()
+        .filter_map(|x| match x {
+            TensorOrScalar::Tensor(t) => Some(t.clone()),
+            TensorOrScalar::Scalar(_) => None,
+        })
+        .collect()
+}
+
+/// Record `out`'s node. `backward(g, inputs)` returns one optional gradient per input, in any
+/// float dtype and broadcast shape: they are summed to each input's shape and cast to its
+/// dtype here; inputs that need no gradient get None.
+fn record_misc(
+    name: &'static str,
+    inputs: &[&Tensor],
+    out: &Tensor,
+    backward: impl Fn(&Tensor, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + 'static,
+) {
+    if !out.dtype().is_floating_point() || !needs_grad(inputs) {
+        return;
+    }
+    let saved: Vec<SavedTensor> = inputs.iter().map(|t| SavedTensor::new(t, name)).collect();
+    let meta: Vec<(Vec<usize>, DType, bool)> = inputs
+        .iter()
+        .map(|t| {
+            let need = t.requires_grad() && t.dtype().is_floating_point();
+            (t.shape().to_vec(), t.dtype(), need)
+        })
+        .collect();
+    record(
+        name,
+        inputs,
+        &[out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None; meta.len()]);
+            };
+            let xs = saved
+                .iter()
+                .map(|s| s.get().cloned())
+                .collect::<Result<Vec<_>>>()?;
+            let gs = backward(g, &xs)?;
+            gs.into_iter()
+                .zip(&meta)
+                .map(|(gi, (shape, dt, need))| match gi {
+                    Some(t) if *need => {
+                        let t = t.sum_to_shape(shape)?;
+                        Ok(Some(if t.dtype() != *dt { t.cast(*dt)? } else { t }))
+                    }
+                    _ => Ok(None),
+                })
+                .collect()
+        }),
+    );
+}
+
+// Formula helpers (recording Tensor ops).
+fn gmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Mul)
+}
+fn gdiv(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Div)
+}
+fn gsub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Sub)
+}
+fn gadd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Add)
+}
+fn gmuls(a: &Tensor, k: f64) -> Result<Tensor> {
+    a.binary_scalar(Scalar::Float(k), BinaryOp::Mul, false)
+}
+/// `k - a`
+fn grsubs(a: &Tensor, k: f64) -> Result<Tensor> {
+    a.binary_scalar(Scalar::Float(k), BinaryOp::Sub, true)
+}
+fn gcmp(a: &Tensor, b: &TensorOrScalar, op: BinaryOp) -> Result<Tensor> {
+    match b {
+        TensorOrScalar::Tensor(t) => a.binary(t, op),
+        TensorOrScalar::Scalar(s) => a.binary_scalar(*s, op, false),
+    }
+}
+/// `g * 0` (ops whose gradient is zero almost everywhere).
+fn gzero(g: &Tensor) -> Result<Tensor> {
+    gmuls(g, 0.0)
+}
+
+/// A tensor-or-scalar operand captured by a backward closure: scalars by value, tensors by
+/// their position among the node's inputs.
+#[derive(Clone, Copy)]
+enum Slot {
+    Scalar(Scalar),
+    Input(usize),
+}
+
+impl Slot {
+    fn get(self, xs: &[Tensor]) -> TensorOrScalar {
+        match self {
+            Slot::Scalar(s) => TensorOrScalar::Scalar(s),
+            Slot::Input(i) => TensorOrScalar::Tensor(xs[i].clone()),
+        }
+    }
+}
+
+/// Inputs list `[self, tensor operands...]` and the slots of `operands` in it.
+fn slots<'a>(
+    first: &'a Tensor,
+    operands: &[Option<&'a TensorOrScalar>],
+) -> (Vec<&'a Tensor>, Vec<Option<Slot>>) {
+    let mut inputs = vec![first];
+    let mut out = vec![];
+    for o in operands {
+        out.push(o.map(|o| match o {
+            TensorOrScalar::Tensor(t) => {
+                inputs.push(t);
+                Slot::Input(inputs.len() - 1)
+            }
+            TensorOrScalar::Scalar(s) => Slot::Scalar(*s),
+        }));
+    }
+    (inputs, out)
+}
+
+impl Tensor {
+    /// `clamp(min, max)`: `min(max(self, min), max)` with either bound optional, scalar or
+    /// tensor; dtypes promote (an integer tensor clamped by a float becomes float). NaNs
+    /// propagate. Differentiable in `self` and in tensor bounds.
+    pub fn clamp(
+        &self,
+        min: Option<&TensorOrScalar>,
+        max: Option<&TensorOrScalar>,
+    ) -> Result<Tensor> {
+        let out = self.clamp_raw(min, max)?;
+        let (inputs, sl) = slots(self, &[min, max]);
+        let (lo, hi) = (sl[0], sl[1]);
+        record_misc("ClampBackward1", &inputs, &out, move |g, xs| {
+            let x = &xs[0];
+            let mut within: Option<Tensor> = None;
+            let mut grads = vec![None; xs.len()];
+            for (b, cmp, outside) in [
+                (lo, BinaryOp::Ge, BinaryOp::Lt),
+                (hi, BinaryOp::Le, BinaryOp::Gt),
+            ] {
+                let Some(b) = b else { continue };
+                let bv = b.get(xs);
+                let inside = gcmp(x, &bv, cmp)?;
+                within = Some(match within {
+                    None => inside,
+                    Some(w) => w.binary(&inside, BinaryOp::LogicalAnd)?,
+                });
+                if let Slot::Input(i) = b {
+                    grads[i] = Some(gmul(g, &gcmp(x, &bv, outside)?)?);
+                }
+            }
+            if let Some(w) = within {
+                grads[0] = Some(gmul(g, &w)?);
+            }
+            Ok(grads)
+        });
+        Ok(out)
+    }
+
+    /// `lerp(end, weight)`: `self + weight * (end - self)` (computed from `end` when
+    /// `|weight| >= 0.5`, as PyTorch does). Floating point only; `end` (and a tensor
+    /// `weight`) must have `self`'s dtype.
+    pub fn lerp(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.lerp_raw(end, weight)?;
+        let end_op = TensorOrScalar::Tensor(end.clone());
+        let (inputs, sl) = slots(self, &[Some(&end_op), Some(weight)]);
+        let w = sl[1].expect("weight given");
+        record_misc("LerpBackward1", &inputs, &out, move |g, xs| {
+            let (s, e) = (&xs[0], &xs[1]);
+            let mut grads = vec![None; xs.len()];
+            match w {
+                Slot::Scalar(ws) => {
+                    let wv = ws.to_f64();
+                    grads[0] = Some(gmuls(g, 1.0 - wv)?);
+                    grads[1] = Some(gmuls(g, wv)?);
+                }
+                Slot::Input(i) => {
+                    let wt = &xs[i];
+                    grads[0] = Some(gmul(g, &grsubs(wt, 1.0)?)?);
+                    grads[1] = Some(gmul(g, wt)?);
+                    grads[i] = Some(gmul(g, &gsub(e, s)?)?);
+                }
+            }
+            Ok(grads)
+        });
+        Ok(out)
+    }
+
+    /// `nan_to_num(nan, posinf, neginf)`: replace NaN and infinities (defaults: 0 and the
+    /// dtype's largest/lowest finite values). Integer and bool tensors are copied.
+    pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        let out = self.nan_to_num_raw(nan, posinf, neginf)?;
+        record_misc("NanToNumBackward0", &[self], &out, |g, xs| {
+            Ok(vec![Some(gmul(g, &xs[0].unary(UnaryOp::IsFinite)?)?)])
+        });
+        Ok(out)
+    }
+
+    /// `softplus(beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear where
+    /// `beta x > threshold`. Floating point only.
+    pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        let out = self.softplus_raw(beta, threshold)?;
+        record_misc("SoftplusBackward0", &[self], &out, move |g, xs| {
+            let bx = gmuls(&xs[0], beta)?;
+            let s = bx.unary(UnaryOp::Sigmoid)?;
+            let linear = bx.binary_scalar(Scalar::Float(threshold), BinaryOp::Gt, false)?;
+            let d = gadd(&s, &gmul(&linear, &grsubs(&s, 1.0)?)?)?;
+            Ok(vec![Some(gmul(g, &d)?)])
+        });
+        Ok(out)
+    }
+
+    /// `round(decimals)`: round half to even at `10^-decimals` (decimals may be negative).
+    pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+        if decimals == 0 {
+            return self.unary(UnaryOp::Round);
+        }
+        let out = self.round_decimals_raw(decimals)?;
+        record_misc("RoundBackward1", &[self], &out, |g, _| {
+            Ok(vec![Some(gzero(g)?)])
+        });
+        Ok(out)
+    }
+
+    /// `sinc(x) = sin(pi x) / (pi x)`, 1 at 0. Integers compute in the default float dtype.
+    pub fn sinc(&self) -> Result<Tensor> {
+        let out = self.sinc_raw()?;
+        record_misc("SincBackward0", &[self], &out, |g, xs| {
+            // d/dx sinc(x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0.
+            let x = &xs[0];
+            let nz = x.binary_scalar(Scalar::Float(0.0), BinaryOp::Ne, false)?;
+            let safe = gadd(
+                x,
+                &x.binary_scalar(Scalar::Float(0.0), BinaryOp::Eq, false)?,
+            )?;
+            let c = gmuls(x, std::f64::consts::PI)?.unary(UnaryOp::Cos)?;
+            let d = gdiv(&gsub(&c, &x.sinc()?)?, &safe)?;
+            Ok(vec![Some(gmul(g, &gmul(&d, &nz)?)?)])
+        });
+        Ok(out)
+    }
+
+    /// Degrees to radians (integers compute in the default float dtype).
+    pub fn deg2rad(&self) -> Result<Tensor> {
+        let out = self.deg2rad_raw()?;
+        record_misc("Deg2RadBackward0", &[self], &out, |g, _| {
+            Ok(vec![Some(gmuls(g, std::f64::consts::PI / 180.0)?)])
+        });
+        Ok(out)
+    }
+
+    /// Radians to degrees (integers compute in the default float dtype).
+    pub fn rad2deg(&self) -> Result<Tensor> {
+        let out = self.rad2deg_raw()?;
+        record_misc("Rad2DegBackward0", &[self], &out, |g, _| {
+            Ok(vec![Some(gmuls(g, 180.0 / std::f64::consts::PI)?)])
+        });
+        Ok(out)
+    }
+
+    /// `hypot(other) = sqrt(self^2 + other^2)`. Floating point only.
+    pub fn hypot(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.hypot_raw(other)?;
+        self.record_binary_misc("HypotBackward0", other, &out, |g, a, b| {
+            let r = gadd(&gmul(a, a)?, &gmul(b, b)?)?.unary(UnaryOp::Sqrt)?;
+            Ok((Some(gdiv(&gmul(g, a)?, &r)?), Some(gdiv(&gmul(g, b)?, &r)?)))
+        });
+        Ok(out)
+    }
+
+    /// `copysign(other)`: magnitude of `self`, sign of `other` (integers give floats).
+    pub fn copysign(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.copysign_raw(other)?;
+        self.record_binary_misc("CopysignBackward0", other, &out, |g, a, b| {
+            // d/da |a| sign(b) = sign(a) sign(b) (0 at a = 0); no gradient for `other`.
+            let sb = Tensor::ones(b.shape(), DType::F64)
+                .copysign_raw(&TensorOrScalar::Tensor(b.clone()))?;
+            Ok((
+                Some(gmul(g, &gmul(&a.unary(UnaryOp::Sign)?, &sb)?)?),
+                Some(gzero(g)?),
+            ))
+        });
+        Ok(out)
+    }
+
+    /// `xlogy(other) = self * log(other)`, 0 where `self == 0` (unless `other` is NaN).
+    pub fn xlogy(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.xlogy_raw(other)?;
+        self.record_binary_misc("XlogyBackward0", other, &out, |g, a, b| {
+            let nz = a.binary_scalar(Scalar::Float(0.0), BinaryOp::Ne, false)?;
+            let ga = gmul(g, &gmul(&b.unary(UnaryOp::Log)?, &nz)?)?;
+            Ok((Some(ga), Some(gdiv(&gmul(g, a)?, b)?)))
+        });
+        Ok(out)
+    }
+
+    /// `logaddexp(other) = log(exp(self) + exp(other))`, computed stably. Floats only.
+    pub fn logaddexp(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.logaddexp_raw(other)?;
+        self.record_binary_misc("LogaddexpBackward0", other, &out, |g, a, b| {
+            let d = gsub(a, b)?;
+            let ga = gmul(g, &d.unary(UnaryOp::Sigmoid)?)?;
+            let gb = gmul(g, &d.unary(UnaryOp::Neg)?.unary(UnaryOp::Sigmoid)?)?;
+            Ok((Some(ga), Some(gb)))
+        });
+        Ok(out)
+    }
+
+    /// `logaddexp2(other) = log2(2^self + 2^other)`. Floats only.
+    pub fn logaddexp2(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.logaddexp2_raw(other)?;
+        self.record_binary_misc("Logaddexp2Backward0", other, &out, |g, a, b| {
+            let d = gmuls(&gsub(a, b)?, std::f64::consts::LN_2)?;
+            let ga = gmul(g, &d.unary(UnaryOp::Sigmoid)?)?;
+            let gb = gmul(g, &d.unary(UnaryOp::Neg)?.unary(UnaryOp::Sigmoid)?)?;
+            Ok((Some(ga), Some(gb)))
+        });
+        Ok(out)
+    }
+
+    /// `float_power(exponent)`: `self ** exponent` in double precision (result float64).
+    pub fn float_power(&self, exponent: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.float_power_raw(exponent)?;
+        self.record_binary_misc("PowBackward1", exponent, &out, |g, a, b| {
+            let (a, b) = (a.cast(DType::F64)?, b.cast(DType::F64)?);
+            let ga = gmul(
+                g,
+                &gmul(
+                    &b,
+                    &a.binary(
+                        &b.binary_scalar(Scalar::Float(1.0), BinaryOp::Sub, false)?,
+                        BinaryOp::Pow,
+                    )?,
+                )?,
+            )?;
+            let gb = gmul(
+                g,
+                &gmul(&a.binary(&b, BinaryOp::Pow)?, &a.unary(UnaryOp::Log)?)?,
+            )?;
+            Ok((Some(ga), Some(gb)))
+        });
+        Ok(out)
+    }
+
+    /// `fmod(other)`: remainder with the sign of the dividend (C's `fmod`). Integer division
+    /// by zero is an error.
+    pub fn fmod(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.fmod_raw(other)?;
+        self.record_binary_misc("FmodBackward1", other, &out, |g, a, b| {
+            let q = a.div_mode_raw(&TensorOrScalar::Tensor(b.clone()), Some("trunc"))?;
+            Ok((Some(g.clone()), Some(gmul(g, &q)?.unary(UnaryOp::Neg)?)))
+        });
+        Ok(out)
+    }
+
+    /// `div(other, rounding_mode)`: `None` is true division, `"trunc"` rounds toward zero
+    /// and `"floor"` toward negative infinity; the rounding modes keep integer dtypes (and
+    /// have zero gradient, as in PyTorch).
+    pub fn div_mode(&self, other: &TensorOrScalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        let out = self.div_mode_raw(other, rounding_mode)?;
+        if rounding_mode.is_some() {
+            self.record_binary_misc("DivBackward2", other, &out, |g, _, _| {
+                Ok((Some(gzero(g)?), Some(gzero(g)?)))
+            });
+        }
+        Ok(out)
+    }
+
+    /// `add(other, alpha)` / `sub(other, alpha)`: `self ± alpha * other` in one rounding.
+    pub fn add_scaled(
+        &self,
+        other: &TensorOrScalar,
+        alpha: Scalar,
+        subtract: bool,
+    ) -> Result<Tensor> {
+        let out = self.add_scaled_raw(other, alpha, subtract)?;
+        let k = if subtract {
+            -alpha.to_f64()
+        } else {
+            alpha.to_f64()
+        };
+        let name = if subtract {
+            "SubBackward0"
+        } else {
+            "AddBackward0"
+        };
+        self.record_binary_misc(name, other, &out, move |g, _, _| {
+            Ok((Some(g.clone()), Some(gmuls(g, k)?)))
+        });
+        Ok(out)
+    }
+
+    /// `addcmul(t1, t2, value)`: `self + value * t1 * t2`; `addcdiv`: `self + value * t1 / t2`
+    /// (integer `t1`/`t2` are refused for addcdiv, as in PyTorch).
+    pub fn addc(&self, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Result<Tensor> {
+        let out = self.addc_raw(t1, t2, value, div)?;
+        let v = value.to_f64();
+        let name = if div {
+            "AddcdivBackward0"
+        } else {
+            "AddcmulBackward0"
+        };
+        record_misc(name, &[self, t1, t2], &out, move |g, xs| {
+            let (x, y) = (&xs[1], &xs[2]);
+            let gv = gmuls(g, v)?;
+            let (g1, g2) = if div {
+                let g1 = gdiv(&gv, y)?;
+                let g2 = gdiv(&gmul(&gv, x)?, &gmul(y, y)?)?.unary(UnaryOp::Neg)?;
+                (g1, g2)
+            } else {
+                (gmul(&gv, y)?, gmul(&gv, x)?)
+            };
+            Ok(vec![Some(g.clone()), Some(g1), Some(g2)])
+        });
+        Ok(out)
+    }
+
+    /// Record a binary misc op's node; `f(g, a, b)` gets `other` as a tensor (a scalar as a
+    /// 0-d float64 tensor) and returns the gradients of `self` and `other`.
+    fn record_binary_misc(
+        &self,
+        name: &'static str,
+        other: &TensorOrScalar,
+        out: &Tensor,
+        f: impl Fn(&Tensor, &Tensor, &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)>
+            + Send
+            + 'static,
+    ) {
+        let b = match other {
+            TensorOrScalar::Tensor(t) => t.clone(),
+            TensorOrScalar::Scalar(s) => Tensor::scalar(*s, DType::F64),
+        };
+        record_misc(name, &[self, &b], out, move |g, xs| {
+            let (ga, gb) = f(g, &xs[0], &xs[1])?;
+            Ok(vec![ga, gb])
+        });
     }
 }

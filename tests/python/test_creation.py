@@ -147,7 +147,8 @@ def test_arange_int(args):
     np.testing.assert_array_equal(t.numpy(), np.arange(*args, dtype=np.int64))
 
 
-@pytest.mark.parametrize("args", [(0.0, 1.0, 0.1), (1, 2.5), (2.5,), (0, 1, 0.3), (1.0, -1.0, -0.25),
+@pytest.mark.parametrize("args", [(0.0, 1.0, 0.1), (1, 2.5), (2.5,), (0, 1, 0.3),
+                                  (1.0, -1.0, -0.25),
                                   (-3.2, 4.4, 0.7), (0, 5, 1.0), (0.5, 0.5)])
 def test_arange_float(args):
     t = torch.arange(*args)

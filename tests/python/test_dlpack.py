@@ -234,7 +234,7 @@ def test_requires_grad_refuses_export():
         t.__dlpack__()
 
 
-# ----------------------------------------------------------------------------- ferrotorch <-> ferrotorch
+# ----------------------------------------------------------------------------- round trips
 
 @pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
                                    torch.int64, torch.float16, torch.bfloat16, torch.float32,

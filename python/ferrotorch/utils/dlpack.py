@@ -7,7 +7,7 @@
 [0.0, 1.0, 2.0]
 """
 
-from ferrotorch._C import from_dlpack  # noqa: F401
+from ferrotorch._C import from_dlpack
 
 __all__ = ["from_dlpack", "to_dlpack"]
 
