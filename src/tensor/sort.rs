@@ -299,7 +299,7 @@ impl Tensor {
                 perm.extend((0..self.ndim() as i64).filter(|&i| i != d as i64));
                 let x = self.permute(&perm)?.contiguous();
                 let rows = self.shape()[d];
-                let width = if rows == 0 { 0 } else { self.numel() / rows };
+                let width = self.numel().checked_div(rows).unwrap_or(0);
                 (x, rows, width)
             }
             _ => (self.contiguous(), self.numel(), 1),
