@@ -386,12 +386,13 @@ impl<T: Bounded, const MAX: bool> Reducer<T> for Extremum<MAX> {
     #[inline(always)]
     fn step(&self, a: T, x: T, _: usize) -> T {
         if MAX {
-            if x > a || is_nan(x) {
+            // `|` (not `||`): both sides are cheap, and a select vectorizes better.
+            if (x > a) | is_nan(x) {
                 x
             } else {
                 a
             }
-        } else if x < a || is_nan(x) {
+        } else if (x < a) | is_nan(x) {
             x
         } else {
             a

@@ -366,6 +366,8 @@ def test_bincount_errors():
         torch.tensor([1]).bincount(minlength=-1)
     with pytest.raises(RuntimeError, match="same length"):
         torch.tensor([1, 2]).bincount(torch.tensor([1.0]))
+    with pytest.raises(RuntimeError, match="allocate"):
+        torch.tensor([2**62]).bincount()  # an error, not an abort
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
@@ -392,6 +394,8 @@ def test_histc_edges_and_errors():
         torch.tensor([1, 2]).histc()
     with pytest.raises(RuntimeError, match="bins must be > 0"):
         t.histc(0)
+    with pytest.raises(RuntimeError, match="allocate"):
+        t.histc(2**62)
     with pytest.raises(RuntimeError, match="max must be larger than min"):
         t.histc(3, 5, 1)
     with pytest.raises(RuntimeError, match="not finite"):
