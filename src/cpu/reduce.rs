@@ -488,6 +488,26 @@ impl<T: Bounded, const MAX: bool> Reducer<T> for ArgExtremum<MAX> {
     fn finish(&self, a: (T, i64), _: usize) -> (T, i64) {
         (a.0, a.1.max(0))
     }
+    /// Blocks: a vectorized (NaN-propagating) max of each block, and a search for the first
+    /// position of that value only in blocks that beat the best so far. Same result as the
+    /// element-by-element fold, at close to the cost of `amax`.
+    #[inline(always)]
+    fn fold_slice(&self, acc: (T, i64), xs: &[T], i0: usize) -> (T, i64) {
+        const BLOCK: usize = 1024;
+        let mut best = acc;
+        for (b, blk) in xs.chunks(BLOCK).enumerate() {
+            let m = Extremum::<MAX>.fold_slice(Reducer::<T>::init(&Extremum::<MAX>), blk, 0);
+            if best.1 < 0 || better::<T, MAX>(m, best.0) {
+                let pos = if is_nan(m) {
+                    blk.iter().position(|&x| is_nan(x))
+                } else {
+                    blk.iter().position(|&x| x == m)
+                };
+                best = (m, (i0 + b * BLOCK + pos.unwrap_or(0)) as i64);
+            }
+        }
+        best
+    }
 }
 
 /// Welford/Chan accumulator for variance: count, mean, sum of squared deviations.

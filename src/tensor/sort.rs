@@ -424,7 +424,6 @@ impl Tensor {
             }
         };
         let common = promote_types(seq.dtype(), values.dtype());
-        let lines = if nd == 1 { 1 } else { seq.numel() / m.max(1) };
         let per_line = if nd == 1 {
             values.numel()
         } else {
@@ -442,7 +441,6 @@ impl Tensor {
                 };
                 r as i64
             };
-            let _ = lines;
             if v.len() * (usize::BITS - m.leading_zeros()) as usize >= PAR_THRESHOLD {
                 (0..v.len()).into_par_iter().map(find).collect()
             } else {

@@ -277,6 +277,23 @@ def test_argmax_ties_pick_first_occurrence():
     np.testing.assert_array_equal(ref(torch.tensor(big).argmax(0)), np.full(40, 10))
 
 
+def test_argmax_long_rows_ties_and_nan_across_blocks():
+    a = np.zeros(5000, np.float32)
+    a[3000] = a[4000] = 2.0
+    a[10] = -1.0
+    t = torch.tensor(a)
+    assert t.argmax().item() == 3000 and t.max(0).indices.item() == 3000
+    assert t.argmin().item() == 10
+    a[4500] = np.nan
+    a[4700] = np.nan
+    t = torch.tensor(a)
+    assert t.argmax().item() == 4500 and t.argmin().item() == 4500
+    inc = np.arange(300_000, dtype=np.float64)  # every block improves on the last
+    assert torch.tensor(inc).argmax().item() == 299_999
+    rows = np.tile(a, (3, 1))
+    np.testing.assert_array_equal(ref(torch.tensor(rows).argmax(1)), [4500] * 3)
+
+
 def test_argmax_keepdim_without_dim_and_bool_error():
     t = torch.tensor(np.arange(6.0).reshape(2, 3))
     assert t.argmax(keepdim=True).shape == (1, 1)
