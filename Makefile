@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.deps-installed
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" "numpy>=1.24" "pytest>=7" "hypothesis>=6" ruff
+	$(PIP) install -q "maturin>=1.5,<2" "numpy>=1.24" "pytest>=7" "hypothesis>=6" graphviz safetensors ruff
 	touch $(STAMP)
 
 # Build the native module (release, thin LTO) into the venv.
@@ -17,6 +17,7 @@ build: $(STAMP)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
 
 demo: build
+	$(PIP) install -q tqdm matplotlib
 	$(PY) examples/demo.py
 
 rust-test:

@@ -86,6 +86,9 @@ impl Layout {
     }
     /// True when elements are laid out in row-major order without gaps (size-1 dims ignored).
     pub fn is_contiguous(&self) -> bool {
+        if self.shape.contains(&0) {
+            return true; // empty tensors are contiguous, as in PyTorch
+        }
         let mut expected = 1usize;
         for i in (0..self.shape.len()).rev() {
             if self.shape[i] == 1 {
@@ -274,7 +277,7 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Dims
     }
     let mut out: Dims = shape.iter().map(|&s| s.max(0) as usize).collect();
     if let Some(i) = infer {
-        if known == 0 || numel % known != 0 {
+        if known == 0 || !numel.is_multiple_of(known) {
             return Err(Error::invalid(
                 op,
                 format!("shape '{shape:?}' is invalid for input of size {numel}"),

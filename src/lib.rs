@@ -12,22 +12,31 @@
 //! assert_eq!(c.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0, 5.0]);
 //! ```
 
+// Kernels are written once per element type via `with_dtype!`, which also instantiates them
+// for `bool`; order comparisons on bool are intended there.
+#![allow(clippy::bool_comparison)]
+
+pub mod autograd;
 pub mod cpu;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod layout;
 pub mod math;
+pub mod parallel;
+pub mod random;
 pub mod storage;
 pub mod tensor;
 
 #[cfg(feature = "python")]
 pub mod python;
 
+pub use autograd::grad_mode::{is_grad_enabled, no_grad, set_grad_enabled};
 pub use device::Device;
 pub use dtype::{promote_types, DType, Element, FloatElement, ResultType, Scalar};
 pub use error::{Error, Result};
 pub use layout::Layout;
+pub use random::{manual_seed, Generator};
 pub use tensor::{BinaryOp, Tensor, UnaryOp};
 
 use std::sync::atomic::{AtomicU8, Ordering};

@@ -56,7 +56,7 @@ impl CpuStorage {
         owner: Owner,
     ) -> Result<Self> {
         let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
-        if (ptr.as_ptr() as usize) % dtype.size() != 0 {
+        if !(ptr.as_ptr() as usize).is_multiple_of(dtype.size()) {
             return Err(Error::Runtime(format!(
                 "cannot share memory that is not aligned for {dtype}"
             )));

@@ -7,20 +7,46 @@
 """
 
 from ferrotorch import _C
-from ferrotorch._C import *  # noqa: F401,F403  (the native API)
-from ferrotorch._C import Tensor, device, dtype  # noqa: F401
-from ferrotorch._size import Size  # noqa: F401
-from ferrotorch import _tensor_str  # noqa: F401  (installs Tensor.__repr__/__str__)
-from ferrotorch._functions import *  # noqa: F401,F403
-from ferrotorch import return_types  # noqa: F401
-from ferrotorch._reduce import *  # noqa: F401,F403
+from ferrotorch._C import *  # the native API
+from ferrotorch._C import Tensor, device, dtype
+from ferrotorch._size import Size
+from ferrotorch import _tensor_str  # installs Tensor.__repr__/__str__
+from ferrotorch._functions import *
+from ferrotorch._indexing import *
+from ferrotorch._reduce import *
+from ferrotorch import return_types
+from ferrotorch import autograd, viz
+from ferrotorch.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ferrotorch import random  # torch.random: seeding helpers, fork_rng
+from ferrotorch import utils  # torch.utils.dlpack
+# Linear algebra: the `ferrotorch.linalg` submodule and the top-level functions it provides.
+from ferrotorch import linalg
+from ferrotorch.linalg import _chain_matmul as chain_matmul
+from ferrotorch.linalg import _cholesky_inverse as cholesky_inverse
+from ferrotorch.linalg import _einsum as einsum
+from ferrotorch.linalg import _tensordot as tensordot
+from ferrotorch.linalg import _torch_norm as norm
+from ferrotorch.linalg import _torch_qr as qr
+from ferrotorch.linalg import _torch_slogdet as slogdet
+from ferrotorch.linalg import _torch_svd as svd
 
 # PyTorch's dtype aliases.
-float = _C.float32  # noqa: A001
+float = _C.float32
 double = _C.float64
 half = _C.float16
 long = _C.int64
-int = _C.int32  # noqa: A001
+int = _C.int32
 short = _C.int16
 
 __version__ = "0.1.0"
+
+# Python layer: tensor pickling (copyreg), nn, optim (utils.data comes with utils).
+from ferrotorch import _tensor_pickle
+from ferrotorch import nn, optim
+from ferrotorch.serialization import load, save

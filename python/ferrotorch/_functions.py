@@ -14,6 +14,8 @@ bitwise_and bitwise_or bitwise_xor bitwise_not
 neg negative abs sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan
 sinh cosh tanh asinh acosh atanh sigmoid relu silu erf erfc erfinv floor ceil trunc frac
 reciprocal square
+matmul mm bmm mv dot vdot inner outer ger addmm baddbmm addmv kron trace cross
+inverse det logdet cholesky matrix_power pinverse
 """.split()
 
 __all__ = []

@@ -160,7 +160,8 @@ def _repr(self, *, tensor_contents=None):
         suffixes.append(f"dtype={self.dtype!r}")
     grad_fn = getattr(self, "grad_fn", None)
     if grad_fn is not None:
-        suffixes.append(f"grad_fn=<{type(grad_fn).__name__ if not hasattr(grad_fn, 'name') else grad_fn.name()}>")
+        name = grad_fn.name() if hasattr(grad_fn, "name") else type(grad_fn).__name__
+        suffixes.append(f"grad_fn=<{name}>")
     elif self.requires_grad:
         suffixes.append("requires_grad=True")
     return prefix + ", ".join([body] + suffixes) + ")"

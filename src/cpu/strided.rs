@@ -2,6 +2,8 @@
 //! storage offsets of one or more operands that share a shape. Adjacent dims are coalesced
 //! first, so a contiguous operand becomes one long run and the inner loop is a plain slice
 //! walk. Large outputs are split into chunks run on rayon's pool.
+// Index loops over the N operands read more clearly than zipped iterators here.
+#![allow(clippy::needless_range_loop)]
 
 use crate::layout::{Dims, Layout};
 use rayon::prelude::*;

@@ -145,20 +145,11 @@ pub fn extract_scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
     if obj.is_instance_of::<PyFloat>() {
         return obj.extract::<f64>().ok().map(Scalar::Float);
     }
-    // NumPy scalars (np.float32(1), np.int64(2)...) have `.item()`.
-    if obj.hasattr("dtype").unwrap_or(false) && obj.hasattr("item").unwrap_or(false) {
-        let ndim: usize = obj.getattr("ndim").and_then(|n| n.extract()).unwrap_or(1);
-        if ndim == 0 && !obj.hasattr("__array_interface__").unwrap_or(false)
-            || obj
-                .get_type()
-                .name()
-                .map(|n| n.to_string() != "ndarray")
-                .unwrap_or(false)
-        {
-            if let Ok(item) = obj.call_method0("item") {
-                if !item.is(obj) {
-                    return extract_scalar(&item);
-                }
+    // NumPy scalars (np.float32(1.5), np.int64(2)...) are not ndarrays but have `.item()`.
+    if !super::numpy_interop::is_ndarray(obj) && obj.hasattr("dtype").unwrap_or(false) {
+        if let Ok(item) = obj.call_method0("item") {
+            if !item.is(obj) {
+                return extract_scalar(&item);
             }
         }
     }
@@ -216,6 +207,7 @@ pub fn extract_i64_seq(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
 }
 
 /// Dims argument: an int, a sequence of ints, or None.
+#[allow(dead_code)] // for the reduction bindings
 pub fn extract_dims(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
     match obj {
         None => Ok(None),

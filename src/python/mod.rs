@@ -1,9 +1,16 @@
 //! Python bindings (`ferrotorch._C`): argument conversion and class wrappers only, no maths.
 
+mod autograd;
 mod convert;
+mod creation;
+mod dlpack;
+mod linalg;
 mod numpy_interop;
+mod parallel;
+mod random;
 mod reduce;
 mod tensor;
+mod views;
 
 pub use convert::{PyDType, PyDevice};
 pub use tensor::PyTensor;
@@ -51,20 +58,38 @@ pub(crate) fn run<T: Send>(
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> PyResult<T> {
     if numel >= GIL_RELEASE_NUMEL {
-        py.detach(|| guarded(f))
+        // Big kernels run on ferrotorch's resizable pool (`set_num_threads`).
+        py.detach(|| crate::parallel::install(|| guarded(f)))
     } else {
         guarded(f)
     }
 }
 
 #[pymodule]
-#[allow(non_snake_case)]
-fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pyo3(name = "_C")]
+fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Silence Rust's default panic message: panics become Python exceptions (see `guarded`).
     std::panic::set_hook(Box::new(|_| {}));
     convert::register(m)?;
     tensor::register(m)?;
     numpy_interop::register(m)?;
+    autograd::register(m)?;
+    m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
+    views::register(m)?;
+    creation::register(m)?;
+    random::register(m)?;
+    parallel::register(m)?;
+    dlpack::register(m)?;
+    linalg::register(m)?;
     reduce::register(m)?;
     Ok(())
+}
+
+/// Deliberately panics inside a guarded kernel call: lets tests check that a Rust panic
+/// surfaces as a Python RuntimeError instead of aborting the interpreter.
+#[pyfunction]
+fn _test_panic(py: Python<'_>) -> PyResult<()> {
+    run(py, 0, || -> crate::Result<()> {
+        panic!("deliberate test panic")
+    })
 }

@@ -28,23 +28,24 @@ pub fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
 
 fn dtype_from_numpy(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
     use pyo3::types::PyAnyMethods;
-    let py = descr.py();
-    let table: [(Bound<'_, PyArrayDescr>, DType); 10] = [
-        (bool::get_dtype(py), DType::Bool),
-        (u8::get_dtype(py), DType::U8),
-        (i8::get_dtype(py), DType::I8),
-        (i16::get_dtype(py), DType::I16),
-        (i32::get_dtype(py), DType::I32),
-        (i64::get_dtype(py), DType::I64),
-        (half::f16::get_dtype(py), DType::F16),
-        (f32::get_dtype(py), DType::F32),
-        (f64::get_dtype(py), DType::F64),
-        (f64::get_dtype(py), DType::F64),
-    ];
-    for (d, dt) in table.iter() {
-        if descr.is_equiv_to(d) {
-            return Ok(*dt);
-        }
+    // Decided from (kind, itemsize, byte order): no per-call descriptor lookups.
+    let native = matches!(descr.byteorder(), b'=' | b'|')
+        || (cfg!(target_endian = "little") && descr.byteorder() == b'<');
+    let dt = match (descr.kind(), descr.itemsize()) {
+        _ if !native => None,
+        (b'b', 1) => Some(DType::Bool),
+        (b'u', 1) => Some(DType::U8),
+        (b'i', 1) => Some(DType::I8),
+        (b'i', 2) => Some(DType::I16),
+        (b'i', 4) => Some(DType::I32),
+        (b'i', 8) => Some(DType::I64),
+        (b'f', 2) => Some(DType::F16),
+        (b'f', 4) => Some(DType::F32),
+        (b'f', 8) => Some(DType::F64),
+        _ => None,
+    };
+    if let Some(dt) = dt {
+        return Ok(dt);
     }
     let name: String = descr.getattr("name")?.extract()?;
     Err(PyTypeError::new_err(format!(

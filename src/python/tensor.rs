@@ -615,6 +615,9 @@ impl PyTensor {
         }
         Ok(self.inner.item()?.to_f64() != 0.0)
     }
+    fn negative(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.neg(py)
+    }
     fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
         self.neg(py)
     }
@@ -677,10 +680,10 @@ impl PyTensor {
         let out = run(py, t.numel(), || {
             let mut out = t.to_device(dev.unwrap_or(t.device()))?;
             if let Some(d) = dt {
-                out = out.to_dtype(d);
+                out = out.cast(d)?;
             }
             if copy && out.same_tensor(t) {
-                out = out.clone_data();
+                out = out.contiguous_recorded();
             }
             Ok(out)
         })?;
@@ -697,39 +700,39 @@ impl PyTensor {
             .unbind()),
             Some(d) => {
                 let d = extract_dtype(d)?;
-                Ok(Py::new(py, PyTensor::from(self.inner.to_dtype(d)))?.into_any())
+                Ok(Py::new(py, PyTensor::from(self.inner.cast(d)?))?.into_any())
             }
         }
     }
-    fn float(&self) -> PyTensor {
-        self.inner.to_dtype(DType::F32).into()
+    fn float(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::F32)?.into())
     }
-    fn double(&self) -> PyTensor {
-        self.inner.to_dtype(DType::F64).into()
+    fn double(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::F64)?.into())
     }
-    fn half(&self) -> PyTensor {
-        self.inner.to_dtype(DType::F16).into()
+    fn half(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::F16)?.into())
     }
-    fn bfloat16(&self) -> PyTensor {
-        self.inner.to_dtype(DType::BF16).into()
+    fn bfloat16(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::BF16)?.into())
     }
-    fn long(&self) -> PyTensor {
-        self.inner.to_dtype(DType::I64).into()
+    fn long(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::I64)?.into())
     }
-    fn int(&self) -> PyTensor {
-        self.inner.to_dtype(DType::I32).into()
+    fn int(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::I32)?.into())
     }
-    fn short(&self) -> PyTensor {
-        self.inner.to_dtype(DType::I16).into()
+    fn short(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::I16)?.into())
     }
-    fn char(&self) -> PyTensor {
-        self.inner.to_dtype(DType::I8).into()
+    fn char(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::I8)?.into())
     }
-    fn byte(&self) -> PyTensor {
-        self.inner.to_dtype(DType::U8).into()
+    fn byte(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::U8)?.into())
     }
-    fn bool(&self) -> PyTensor {
-        self.inner.to_dtype(DType::Bool).into()
+    fn bool(&self) -> PyResult<PyTensor> {
+        Ok(self.inner.cast(DType::Bool)?.into())
     }
     fn cpu(&self) -> PyResult<PyTensor> {
         Ok(self.inner.to_device(Device::Cpu)?.into())
@@ -747,7 +750,10 @@ impl PyTensor {
     // ------------------------------------------------------------ copies
     fn contiguous(&self, py: Python<'_>) -> PyResult<PyTensor> {
         let t = &self.inner;
-        Ok(run(py, t.numel(), || Ok(t.contiguous()))?.into())
+        if t.is_contiguous() {
+            return Ok(t.clone().into());
+        }
+        Ok(run(py, t.numel(), || Ok(t.contiguous_recorded()))?.into())
     }
     #[pyo3(signature = (*, memory_format=None))]
     fn clone(
@@ -757,7 +763,7 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let _ = memory_format;
         let t = &self.inner;
-        Ok(run(py, t.numel(), || Ok(t.clone_data()))?.into())
+        Ok(run(py, t.numel(), || Ok(t.contiguous_recorded()))?.into())
     }
     #[pyo3(signature = (src, non_blocking=false))]
     fn copy_<'py>(

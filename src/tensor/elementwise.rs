@@ -2,6 +2,7 @@
 //! typed (they only raise the category). f16/bf16 are computed in f32 and rounded back.
 
 use super::Tensor;
+use crate::autograd::no_grad;
 use crate::cpu::strided;
 use crate::dtype::{Category, ResultType};
 use crate::layout::broadcast_shapes;
@@ -339,7 +340,9 @@ impl Tensor {
             .tensor(self.dtype(), self.ndim())
             .tensor(other.dtype(), other.ndim())
             .finish();
-        binary_kernel(self, other, op, common)
+        let out = no_grad(|| binary_kernel(self, other, op, common))?;
+        super::elementwise_grad::record_binary(op, self, other, &out);
+        Ok(out)
     }
 
     /// `self (op) scalar`, or `scalar (op) self` when `reversed`.
@@ -349,26 +352,24 @@ impl Tensor {
             .scalar(s)
             .finish();
         let st = Tensor::scalar(s, common);
-        if reversed {
-            binary_kernel(&st, self, op, common)
-        } else {
-            binary_kernel(self, &st, op, common)
-        }
+        let (a, b) = if reversed { (&st, self) } else { (self, &st) };
+        let out = no_grad(|| binary_kernel(a, b, op, common))?;
+        super::elementwise_grad::record_binary(op, a, b, &out);
+        Ok(out)
     }
 
     /// In place `self = self (op) other`. The result dtype must be castable to `self`'s
     /// dtype under PyTorch's rules (no float result into an integer tensor).
     pub fn binary_(&self, other: &Tensor, op: BinaryOp) -> Result<()> {
-        let result = self.binary(other, op)?;
-        self.assign_result(result, op.name())
+        self.inplace(&[other], op.name(), |me| me.binary(other, op))
     }
 
     pub fn binary_scalar_(&self, s: Scalar, op: BinaryOp) -> Result<()> {
-        let result = self.binary_scalar(s, op, false)?;
-        self.assign_result(result, op.name())
+        self.inplace(&[], op.name(), |me| me.binary_scalar(s, op, false))
     }
 
-    fn assign_result(&self, result: Tensor, op: &'static str) -> Result<()> {
+    /// Write an op's result into `self` (checking PyTorch's in-place cast rule).
+    pub(crate) fn assign_result(&self, result: Tensor, op: &'static str) -> Result<()> {
         if result.dtype().category() > self.dtype().category() {
             return Err(Error::Runtime(format!(
                 "result type {} can't be cast to the desired output type {} (in-place {op})",
@@ -388,11 +389,17 @@ impl Tensor {
                 ),
             ));
         }
-        self.copy_(&result)
+        self.copy_raw(&result)
     }
 
     /// Apply a unary op.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        let out = no_grad(|| self.unary_raw(op))?;
+        super::elementwise_grad::record_unary(op, self, &out);
+        Ok(out)
+    }
+
+    fn unary_raw(&self, op: UnaryOp) -> Result<Tensor> {
         use UnaryOp::*;
         let dt = self.dtype();
         match op {
@@ -428,7 +435,7 @@ impl Tensor {
             }
             BitNot => {
                 return match dt {
-                    DType::Bool => self.unary(LogicalNot),
+                    DType::Bool => self.unary_raw(LogicalNot),
                     DType::U8 => int_map(self, |v: u8| !v),
                     DType::I8 => int_map(self, |v: i8| !v),
                     DType::I16 => int_map(self, |v: i16| !v),
@@ -491,7 +498,7 @@ impl Tensor {
                     Ok(Tensor::from_vec_unchecked(out, self.shape()))
                 });
             }
-            return self.to_dtype(crate::default_dtype()).unary(op);
+            return self.to_dtype(crate::default_dtype()).unary_raw(op);
         }
         let cd = dt.compute_dtype();
         let x = self.to_dtype(cd);
@@ -512,8 +519,7 @@ impl Tensor {
 
     /// Apply a unary op in place.
     pub fn unary_(&self, op: UnaryOp) -> Result<()> {
-        let r = self.unary(op)?;
-        self.assign_result(r, op.name())
+        self.inplace(&[], op.name(), |me| me.unary(op))
     }
 }
 
@@ -597,17 +603,13 @@ fn binary_kernel(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<
                     Atan2 => run!(T, |x: T, y: T| x.atan2(y)),
                     Maximum => run!(T, |x: T, y: T| if x.is_nan() || x > y {
                         x
-                    } else if y.is_nan() {
-                        y
                     } else {
-                        y
+                        y // also propagates a NaN in y
                     }),
                     Minimum => run!(T, |x: T, y: T| if x.is_nan() || x < y {
                         x
-                    } else if y.is_nan() {
-                        y
                     } else {
-                        y
+                        y // also propagates a NaN in y
                     }),
                     _ => unreachable!(),
                 }

@@ -1,13 +1,24 @@
 //! `Tensor`: a cheap handle (`Arc`) to a storage plus a layout. Op methods are thin:
 //! validate -> promote/broadcast -> run a CPU kernel -> wrap the result.
 
+pub mod creation;
 mod elementwise;
+mod elementwise_grad;
+mod index;
+mod inplace;
+pub mod join;
+mod linalg;
+mod linalg_grad;
 mod reduce;
+mod reduce_grad;
 mod sort;
 mod view;
 
 pub use elementwise::{BinaryOp, UnaryOp};
+pub use index::{TensorIndex, TensorOrScalar};
+pub use linalg::{Lstsq, MatrixNormOrd};
 pub use sort::Unique;
+pub use view::{broadcast_shapes_all, broadcast_tensors};
 
 use crate::cpu::strided;
 use crate::layout::Layout;
@@ -15,23 +26,20 @@ use crate::storage::{CpuStorage, Storage};
 use crate::{with_dtype, DType, Device, Element, Error, Result, Scalar};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Autograd bookkeeping kept on every tensor (filled in by the autograd module).
-#[derive(Default)]
-pub struct AutogradMeta {
-    pub requires_grad: bool,
-    pub grad: Option<Tensor>,
-}
+pub use crate::autograd::AutogradMeta;
 
 pub struct TensorImpl {
     storage: Arc<Storage>,
     layout: Layout,
     dtype: DType,
     meta: Mutex<AutogradMeta>,
+    /// For views: the tensor whose storage this one views (PyTorch's `._base`).
+    base: Option<Tensor>,
 }
 
 /// An n-dimensional strided array. Cloning a `Tensor` clones a handle, not the data.
 #[derive(Clone)]
-pub struct Tensor(Arc<TensorImpl>);
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -54,6 +62,7 @@ impl Tensor {
             layout,
             dtype,
             meta: Mutex::new(AutogradMeta::default()),
+            base: None,
         }))
     }
 
@@ -121,7 +130,23 @@ impl Tensor {
 
     /// A view of the same storage with another layout.
     pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
-        Tensor::from_parts(self.0.storage.clone(), layout, self.0.dtype)
+        Tensor(Arc::new(TensorImpl {
+            storage: self.0.storage.clone(),
+            layout,
+            dtype: self.0.dtype,
+            meta: Mutex::new(AutogradMeta::default()),
+            base: Some(self.0.base.clone().unwrap_or_else(|| self.clone())),
+        }))
+    }
+
+    /// A tensor sharing storage and layout but no autograd history and no view base.
+    pub(crate) fn alias_detached(&self) -> Tensor {
+        Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), self.0.dtype)
+    }
+
+    /// The tensor this one is a view of (`._base`), if any.
+    pub fn view_base(&self) -> Option<Tensor> {
+        self.0.base.clone()
     }
 
     // ---------------------------------------------------------------- attributes
@@ -176,8 +201,10 @@ impl Tensor {
     pub(crate) fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
         self.0.meta.lock().unwrap_or_else(|e| e.into_inner())
     }
+    /// True for leaves marked `requires_grad` and for every output of a recorded op.
     pub fn requires_grad(&self) -> bool {
-        self.meta().requires_grad
+        let m = self.meta();
+        m.requires_grad || m.grad_fn.is_some()
     }
     /// Mark this tensor as requiring a gradient (floating-point tensors only).
     pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
@@ -187,7 +214,16 @@ impl Tensor {
                 self.dtype()
             )));
         }
-        self.meta().requires_grad = requires_grad;
+        let mut m = self.meta();
+        if m.grad_fn.is_some() {
+            if !requires_grad {
+                return Err(Error::Runtime(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().".into(),
+                ));
+            }
+            return Ok(());
+        }
+        m.requires_grad = requires_grad;
         Ok(())
     }
     pub fn grad(&self) -> Option<Tensor> {
@@ -312,26 +348,6 @@ impl Tensor {
             return Ok(self.clone());
         }
         Err(Error::DeviceUnavailable(device))
-    }
-
-    /// Copy `src` (broadcast to this shape, cast to this dtype) into this tensor in place.
-    pub fn copy_(&self, src: &Tensor) -> Result<()> {
-        let src = src.to_dtype(self.dtype());
-        let ls = src.layout().broadcast_to("copy_", self.shape())?;
-        // Copy first if the source overlaps our storage, so reads never see our writes.
-        let src = if src.shares_storage(self) {
-            src.clone_data()
-                .with_layout(Layout::contiguous(src.shape()).broadcast_to("copy_", self.shape())?)
-        } else {
-            src.with_layout(ls)
-        };
-        with_dtype!(self.dtype(), T, {
-            let s = src.storage_slice::<T>()?;
-            // SAFETY: `src` no longer aliases our storage (copied above if it did).
-            let d = unsafe { self.storage_slice_mut::<T>()? };
-            strided::zip_assign(d, self.layout(), s, src.layout(), |_, x| x);
-        });
-        Ok(())
     }
 
     /// Fill every element with `value` in place.

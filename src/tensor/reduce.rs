@@ -151,7 +151,12 @@ impl Tensor {
 
     /// Sum over `dims` (all when `None`). Integer and bool inputs give int64 unless `dtype`
     /// says otherwise; `dtype` casts the input first, as in PyTorch.
-    pub fn sum(&self, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    pub(crate) fn sum_raw(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
         let mask = reduce_mask(self.ndim(), dims)?;
         let shape = reduced_shape(self.shape(), &mask, keepdim);
         let out_dt = dtype.unwrap_or(if self.dtype().is_floating_point() {
@@ -173,7 +178,7 @@ impl Tensor {
     }
 
     /// Mean over `dims`; floating-point input (or `dtype`) only, like PyTorch.
-    pub fn mean(
+    pub(crate) fn mean_raw(
         &self,
         dims: Option<&[i64]>,
         keepdim: bool,
@@ -204,7 +209,7 @@ impl Tensor {
     }
 
     /// Product over `dims`; integer and bool inputs give int64 unless `dtype` is given.
-    pub fn prod(
+    pub(crate) fn prod_raw(
         &self,
         dims: Option<&[i64]>,
         keepdim: bool,
@@ -280,12 +285,12 @@ impl Tensor {
     }
 
     /// Largest element as a 0-d tensor (NaN if any element is NaN).
-    pub fn max_all(&self) -> Result<Tensor> {
+    pub(crate) fn max_all_raw(&self) -> Result<Tensor> {
         self.extremum_all::<true>()
     }
 
     /// Smallest element as a 0-d tensor (NaN if any element is NaN).
-    pub fn min_all(&self) -> Result<Tensor> {
+    pub(crate) fn min_all_raw(&self) -> Result<Tensor> {
         self.extremum_all::<false>()
     }
 
@@ -305,14 +310,14 @@ impl Tensor {
     }
 
     /// `max(dim)`: values and (first-occurrence) indices along `dim`.
-    pub fn max_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn max_dim_raw(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let mask = one_dim(self, dim)?;
         check_nonempty_dims("max", self, &mask, true)?;
         self.arg_extremum_dim::<true>(&mask, keepdim)
     }
 
     /// `min(dim)`: values and (first-occurrence) indices along `dim`.
-    pub fn min_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn min_dim_raw(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let mask = one_dim(self, dim)?;
         check_nonempty_dims("min", self, &mask, true)?;
         self.arg_extremum_dim::<false>(&mask, keepdim)
@@ -329,12 +334,12 @@ impl Tensor {
     }
 
     /// Max over `dims` (all when `None`), NaN-propagating.
-    pub fn amax(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn amax_raw(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
         self.amax_amin::<true>(dims, keepdim)
     }
 
     /// Min over `dims` (all when `None`), NaN-propagating.
-    pub fn amin(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn amin_raw(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
         self.amax_amin::<false>(dims, keepdim)
     }
 
@@ -416,7 +421,12 @@ impl Tensor {
     }
 
     /// Variance over `dims` with `correction` (1 = unbiased, Bessel's correction).
-    pub fn var(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn var_raw(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         Ok(from_f64s(
             v.into_iter().map(|m| m.0).collect(),
@@ -426,7 +436,12 @@ impl Tensor {
     }
 
     /// Standard deviation over `dims` with `correction`.
-    pub fn std(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn std_raw(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         Ok(from_f64s(
             v.into_iter().map(|m| m.0.sqrt()).collect(),
@@ -471,7 +486,7 @@ impl Tensor {
 
     /// Vector p-norm over `dims` (all when `None`): p = 2 is also the Frobenius norm,
     /// `f64::INFINITY`/`NEG_INFINITY` give max/min |x|, 0 counts non-zeros.
-    pub fn norm(
+    pub(crate) fn norm_raw(
         &self,
         p: f64,
         dims: Option<&[i64]>,
@@ -512,7 +527,7 @@ impl Tensor {
 
     /// `log(sum(exp(x)))` over `dims`, computed stably. Integers are promoted to the default
     /// float dtype.
-    pub fn logsumexp(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn logsumexp_raw(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
         let x = if self.dtype().is_floating_point() {
             self.clone()
         } else {
@@ -600,12 +615,12 @@ impl Tensor {
     }
 
     /// Cumulative sum along `dim` (integers and bools give int64 unless `dtype` is given).
-    pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    pub(crate) fn cumsum_raw(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         self.cum::<false>(dim, dtype)
     }
 
     /// Cumulative product along `dim`.
-    pub fn cumprod(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    pub(crate) fn cumprod_raw(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         self.cum::<true>(dim, dtype)
     }
 
@@ -664,12 +679,12 @@ impl Tensor {
     }
 
     /// Softmax along `dim` (numerically stable; `dtype` casts the input first).
-    pub fn softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    pub(crate) fn softmax_raw(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         self.softmax_impl(dim, dtype, false)
     }
 
     /// Log-softmax along `dim`.
-    pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    pub(crate) fn log_softmax_raw(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         self.softmax_impl(dim, dtype, true)
     }
 }

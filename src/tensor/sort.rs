@@ -44,7 +44,7 @@ impl Tensor {
 
     /// Sort along `dim`; returns (values, indices). Ties keep their original order, so the
     /// result is the stable sort whether or not `stable` was asked for.
-    pub fn sort(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn sort_raw(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         let (x, d) = self.as_lines(dim)?;
         let n = x.shape()[d];
         let (v, i) = with_dtype!(x.dtype(), T, {
@@ -80,7 +80,7 @@ impl Tensor {
     }
 
     /// The `k` largest (or smallest) elements along `dim`, sorted, with their indices.
-    pub fn topk(&self, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn topk_raw(&self, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
         let (x, d) = self.as_lines(dim)?;
         let n = x.shape()[d];
         if k < 0 || k as usize > n {
@@ -152,7 +152,7 @@ impl Tensor {
     }
 
     /// The `k`-th smallest element (1-based) along `dim` and its index.
-    pub fn kthvalue(&self, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn kthvalue_raw(&self, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let (x, d) = self.as_lines(dim)?;
         if self.numel() == 0 {
             return Err(Error::Runtime(
@@ -208,12 +208,12 @@ impl Tensor {
     }
 
     /// Lower median of all elements (NaN if any is NaN), as a 0-d tensor.
-    pub fn median_all(&self) -> Result<Tensor> {
+    pub(crate) fn median_all_raw(&self) -> Result<Tensor> {
         Ok(self.median_impl(None, false, false)?.0)
     }
 
     /// Lower median along `dim` and its index (NaN and its first index if the line has NaN).
-    pub fn median_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn median_dim_raw(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         self.median_impl(Some(dim), keepdim, false)
     }
 
@@ -223,13 +223,13 @@ impl Tensor {
     }
 
     /// Lower median of the non-NaN elements along `dim`, and its index.
-    pub fn nanmedian_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn nanmedian_dim_raw(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         self.median_impl(Some(dim), keepdim, true)
     }
 
     /// Most frequent value along `dim` (the smallest on ties) and the index of its last
     /// occurrence.
-    pub fn mode(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn mode_raw(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let (x, d) = self.as_lines(dim)?;
         if x.shape()[d] == 0 {
             return Err(Error::Index(format!(

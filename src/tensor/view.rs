@@ -1,19 +1,86 @@
 //! View ops: new layouts over the same storage, no data copied.
 
 use super::Tensor;
+use crate::autograd::{needs_grad, record};
 use crate::layout::{infer_shape, normalize_dim, Dims, Layout};
 use crate::{Error, Result};
+use std::sync::Arc;
+
+/// Re-applies a view op to another tensor of the input's shape (used by view backwards).
+pub type ViewFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+
+/// Record a view op's node: `backward` maps the output gradient to the input gradient.
+pub(crate) fn record_view(
+    name: &str,
+    input: &Tensor,
+    out: Tensor,
+    backward: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static,
+) -> Tensor {
+    if needs_grad(&[input]) && out.dtype().is_floating_point() {
+        record(
+            name,
+            &[input],
+            &[&out],
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(backward(g)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    out
+}
+
+/// Gradient of a view that selects part of its input: zeros of the input's shape with the
+/// gradient written into the viewed part. Differentiable (its backward re-applies the view).
+pub fn embed_into_zeros(g: &Tensor, in_shape: &[usize], view_fn: ViewFn) -> Result<Tensor> {
+    let z = Tensor::zeros(in_shape, g.dtype());
+    crate::no_grad(|| view_fn(&z)?.copy_raw(g))?;
+    if needs_grad(&[g]) {
+        let f = view_fn.clone();
+        record(
+            "EmbedBackward0",
+            &[g],
+            &[&z],
+            Box::new(move |grads| match &grads[0] {
+                Some(gg) => Ok(vec![Some(f(gg)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    Ok(z)
+}
+
+/// Record a view that selects part of its input (narrow, select, diagonal...).
+pub(crate) fn record_partial_view(
+    name: &str,
+    input: &Tensor,
+    out: Tensor,
+    view_fn: ViewFn,
+) -> Tensor {
+    let in_shape = input.shape().to_vec();
+    record_view(name, input, out, move |g| {
+        embed_into_zeros(g, &in_shape, view_fn.clone())
+    })
+}
+
+fn shape_i64(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|&x| x as i64).collect()
+}
 
 impl Tensor {
     /// View with a new shape (one dim may be -1). Fails if the strides don't allow it.
     pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
         let shape = infer_shape("view", shape, self.numel())?;
         match self.layout().view_strides(&shape) {
-            Some(strides) => Ok(self.with_layout(Layout {
-                shape,
-                strides,
-                offset: self.storage_offset(),
-            })),
+            Some(strides) => {
+                let out = self.with_layout(Layout {
+                    shape,
+                    strides,
+                    offset: self.storage_offset(),
+                });
+                let back = shape_i64(self.shape());
+                Ok(record_view("ViewBackward0", self, out, move |g| g.reshape(&back)))
+            }
             None => Err(Error::Runtime(format!(
                 "view size is not compatible with input tensor's size and stride (size {:?}, stride {:?}): at least one dimension spans across two contiguous subspaces. Use .reshape(...) instead.",
                 self.shape(),
@@ -25,17 +92,21 @@ impl Tensor {
     /// View when possible, else a contiguous copy with the new shape.
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
         let dims = infer_shape("reshape", shape, self.numel())?;
-        match self.layout().view_strides(&dims) {
-            Some(strides) => Ok(self.with_layout(Layout {
+        let out = match self.layout().view_strides(&dims) {
+            Some(strides) => self.with_layout(Layout {
                 shape: dims,
                 strides,
                 offset: self.storage_offset(),
-            })),
+            }),
             None => {
                 let c = self.clone_data();
-                Ok(c.with_layout(Layout::contiguous(&dims)))
+                c.with_layout(Layout::contiguous(&dims))
             }
-        }
+        };
+        let back = shape_i64(self.shape());
+        Ok(record_view("ViewBackward0", self, out, move |g| {
+            g.reshape(&back)
+        }))
     }
 
     /// Reorder dims.
@@ -59,7 +130,14 @@ impl Tensor {
             seen[k] = true;
             d.push(k);
         }
-        Ok(self.with_layout(self.layout().permute(&d)))
+        let out = self.with_layout(self.layout().permute(&d));
+        let mut inverse = vec![0i64; n];
+        for (i, &k) in d.iter().enumerate() {
+            inverse[k] = i as i64;
+        }
+        Ok(record_view("PermuteBackward0", self, out, move |g| {
+            g.permute(&inverse)
+        }))
     }
 
     /// Swap two dims.
@@ -68,7 +146,10 @@ impl Tensor {
             return Ok(self.clone());
         }
         let (a, b) = (self.dim(a)?, self.dim(b)?);
-        Ok(self.with_layout(self.layout().transpose(a, b)))
+        let out = self.with_layout(self.layout().transpose(a, b));
+        Ok(record_view("TransposeBackward0", self, out, move |g| {
+            g.transpose(a as i64, b as i64)
+        }))
     }
 
     /// `t()`: transpose of a <= 2-d tensor.
@@ -103,18 +184,26 @@ impl Tensor {
                 dims.push(s as usize);
             }
         }
-        Ok(self.with_layout(self.layout().broadcast_to("expand", &dims)?))
+        let out = self.with_layout(self.layout().broadcast_to("expand", &dims)?);
+        let back = self.shape().to_vec();
+        Ok(record_view("ExpandBackward0", self, out, move |g| {
+            g.sum_to_shape(&back)
+        }))
     }
 
     /// Broadcast to an exact shape.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout().broadcast_to("broadcast_to", shape)?))
+        self.expand(&shape_i64(shape))
     }
 
     /// Insert a size-1 dim at `dim` (in `[-ndim-1, ndim]`).
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let d = normalize_dim(dim, self.ndim() + 1)?;
-        Ok(self.with_layout(self.layout().unsqueeze(d)))
+        let out = self.with_layout(self.layout().unsqueeze(d));
+        let back = shape_i64(self.shape());
+        Ok(record_view("UnsqueezeBackward0", self, out, move |g| {
+            g.reshape(&back)
+        }))
     }
 
     /// Remove size-1 dims: all of them, or only those listed.
@@ -140,10 +229,14 @@ impl Tensor {
         }
         let l = self.layout();
         let keep = |i: &usize| !drop[*i];
-        Ok(self.with_layout(Layout {
+        let out = self.with_layout(Layout {
             shape: (0..n).filter(keep).map(|i| l.shape[i]).collect(),
             strides: (0..n).filter(keep).map(|i| l.strides[i]).collect(),
             offset: l.offset,
+        });
+        let back = shape_i64(self.shape());
+        Ok(record_view("SqueezeBackward0", self, out, move |g| {
+            g.reshape(&back)
         }))
     }
 
@@ -158,11 +251,13 @@ impl Tensor {
         let size = self.shape()[d] as i64;
         let start = if start < 0 { start + size } else { start };
         if start < 0 || start > size || length < 0 || start + length > size {
-            return Err(Error::Index(format!(
+            return Err(Error::Runtime(format!(
                 "start ({start}) + length ({length}) exceeds dimension size ({size})."
             )));
         }
-        Ok(self.with_layout(self.layout().narrow(d, start as usize, length as usize)))
+        let out = self.with_layout(self.layout().narrow(d, start as usize, length as usize));
+        let f: ViewFn = Arc::new(move |t: &Tensor| t.narrow(d as i64, start, length));
+        Ok(record_partial_view("SliceBackward0", self, out, f))
     }
 
     /// Python-style slice `start:stop:step` along `dim` (bounds clamped; step > 0).
@@ -205,7 +300,9 @@ impl Tensor {
                 "index {index} is out of bounds for dimension {d} with size {size}"
             )));
         }
-        Ok(self.with_layout(self.layout().select(d, i as usize)))
+        let out = self.with_layout(self.layout().select(d, i as usize));
+        let f: ViewFn = Arc::new(move |t: &Tensor| t.select(d as i64, i));
+        Ok(record_partial_view("SelectBackward0", self, out, f))
     }
 
     /// Merge dims `start..=end` into one.
@@ -223,5 +320,404 @@ impl Tensor {
         shape.push(self.shape()[s..=e].iter().product::<usize>() as i64);
         shape.extend(self.shape()[e + 1..].iter().map(|&x| x as i64));
         self.reshape(&shape)
+    }
+}
+
+// -------------------------------------------------------------------- more view ops
+
+impl Tensor {
+    /// Alias of [`Tensor::transpose`] (NumPy's name).
+    pub fn swapaxes(&self, a: i64, b: i64) -> Result<Tensor> {
+        self.transpose(a, b)
+    }
+
+    /// `T`: all dims reversed (a plain transpose for matrices).
+    pub fn reverse_dims(&self) -> Tensor {
+        let l = self.layout();
+        let dims: Dims = (0..self.ndim()).rev().collect();
+        self.with_layout(l.permute(&dims))
+    }
+
+    /// `mT`: swap the last two dims of a (batch of) matrix.
+    pub fn mt(&self) -> Result<Tensor> {
+        if self.ndim() < 2 {
+            return Err(Error::Runtime(format!(
+                "tensor.mT is only supported on matrices or batches of matrices. Got {}-D tensor.",
+                self.ndim()
+            )));
+        }
+        self.transpose(-2, -1)
+    }
+
+    /// Split `dim` into `sizes` (one entry may be -1).
+    pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+        if sizes.is_empty() {
+            return Err(Error::Runtime("unflatten: sizes must be non-empty".into()));
+        }
+        let d = self.dim(dim)?;
+        let size = self.shape()[d];
+        let inner = infer_shape("unflatten", sizes, size).map_err(|_| {
+            Error::Runtime(format!(
+                "unflatten: Provided sizes {sizes:?} don't multiply up to the size of dim {dim} ({size}) in the input tensor"
+            ))
+        })?;
+        let mut shape = shape_i64(&self.shape()[..d]);
+        shape.extend(inner.iter().map(|&x| x as i64));
+        shape.extend(shape_i64(&self.shape()[d + 1..]));
+        self.view(&shape)
+    }
+
+    /// Move dims `src` to positions `dst` (other dims keep their order).
+    pub fn movedim(&self, src: &[i64], dst: &[i64]) -> Result<Tensor> {
+        let n = self.ndim();
+        if src.len() != dst.len() {
+            return Err(Error::Runtime(format!(
+                "movedim: Invalid source or destination dims: source ({src:?} dims) should contain the same number of dims as destination ({dst:?} dims)"
+            )));
+        }
+        let norm = |v: &[i64], what: &str| -> Result<Vec<usize>> {
+            let mut seen = vec![false; n.max(1)];
+            let mut out = Vec::with_capacity(v.len());
+            for &x in v {
+                let k = normalize_dim(x, n)?;
+                if seen[k] {
+                    return Err(Error::Runtime(format!(
+                        "movedim: repeated dim in `{what}` ({v:?})"
+                    )));
+                }
+                seen[k] = true;
+                out.push(k);
+            }
+            Ok(out)
+        };
+        let s = norm(src, "source")?;
+        let d = norm(dst, "destination")?;
+        if n == 0 {
+            return Ok(self.clone());
+        }
+        let mut order: Vec<Option<usize>> = vec![None; n];
+        for (&si, &di) in s.iter().zip(&d) {
+            order[di] = Some(si);
+        }
+        let mut rest = (0..n).filter(|i| !s.contains(i));
+        let perm: Dims = order
+            .into_iter()
+            .map(|o| o.or_else(|| rest.next()).unwrap_or(0))
+            .collect();
+        Ok(self.with_layout(self.layout().permute(&perm)))
+    }
+
+    /// The diagonal `offset` of the planes spanned by `dim1` and `dim2`, as a new last dim.
+    pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        let n = self.ndim();
+        let (a, b) = (normalize_dim(dim1, n)?, normalize_dim(dim2, n)?);
+        if n < 2 {
+            return Err(Error::Runtime(format!(
+                "diagonal requires a tensor with at least 2 dimensions, got {n}"
+            )));
+        }
+        if a == b {
+            return Err(Error::Runtime(format!(
+                "diagonal dimensions cannot be identical {dim1}, {dim2}"
+            )));
+        }
+        let l = self.layout();
+        let (na, nb) = (l.shape[a] as i64, l.shape[b] as i64);
+        let mut off = l.offset;
+        let len = if offset >= 0 {
+            let len = na.min(nb - offset).max(0);
+            if len > 0 {
+                off += offset as usize * l.strides[b];
+            }
+            len
+        } else {
+            let len = (na + offset).min(nb).max(0);
+            if len > 0 {
+                off += (-offset) as usize * l.strides[a];
+            }
+            len
+        };
+        let mut shape = Dims::new();
+        let mut strides = Dims::new();
+        for i in 0..n {
+            if i != a && i != b {
+                shape.push(l.shape[i]);
+                strides.push(l.strides[i]);
+            }
+        }
+        shape.push(len as usize);
+        strides.push(l.strides[a] + l.strides[b]);
+        Ok(self.with_layout(Layout {
+            shape,
+            strides,
+            offset: off,
+        }))
+    }
+
+    /// A view with explicit sizes, strides and storage offset (default: this tensor's).
+    pub fn as_strided(&self, size: &[i64], stride: &[i64], offset: Option<i64>) -> Result<Tensor> {
+        if size.len() != stride.len() {
+            return Err(Error::Runtime(format!(
+                "mismatch in length of strides and shape ({} and {})",
+                stride.len(),
+                size.len()
+            )));
+        }
+        if let Some(s) = size.iter().find(|&&s| s < 0) {
+            return Err(Error::Runtime(format!(
+                "as_strided: Negative sizes are not supported, got size {s}"
+            )));
+        }
+        if stride.iter().any(|&s| s < 0) {
+            return Err(Error::Runtime(format!(
+                "as_strided: Negative strides are not supported at the moment, got strides: {stride:?}"
+            )));
+        }
+        let off = offset.unwrap_or(self.storage_offset() as i64);
+        if off < 0 {
+            return Err(Error::Runtime(format!(
+                "Tensor: invalid storage offset {off}"
+            )));
+        }
+        let layout = Layout {
+            shape: size.iter().map(|&s| s as usize).collect(),
+            strides: stride.iter().map(|&s| s as usize).collect(),
+            offset: off as usize,
+        };
+        let need = layout.storage_extent();
+        let have = self.storage().len();
+        if need > have {
+            let isz = self.dtype().size();
+            return Err(Error::Runtime(format!(
+                "setStorage: sizes {size:?}, strides {stride:?}, storage offset {off}, and itemsize {isz} requiring a storage size of {} are out of bounds for storage of size {}",
+                need * isz,
+                have * isz
+            )));
+        }
+        Ok(self.with_layout(layout))
+    }
+
+    /// Sliding windows of `size` every `step` along `dim`, as a new last dim.
+    pub fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        let l = self.layout();
+        let d = normalize_dim(dim, self.ndim())?;
+        let dim_size = if self.ndim() == 0 {
+            1
+        } else {
+            l.shape[d] as i64
+        };
+        if size < 0 || size > dim_size {
+            return Err(Error::Runtime(format!(
+                "maximum size for tensor at dimension {d} is {dim_size} but size is {size}"
+            )));
+        }
+        if step <= 0 {
+            return Err(Error::Runtime(format!("step is {step} but must be > 0")));
+        }
+        if self.ndim() == 0 {
+            return Ok(self.with_layout(Layout {
+                shape: smallvec::smallvec![size as usize],
+                strides: smallvec::smallvec![1],
+                offset: l.offset,
+            }));
+        }
+        let mut out = l.clone();
+        let count = (dim_size - size) / step + 1;
+        out.shape[d] = count as usize;
+        out.strides[d] = l.strides[d] * step as usize;
+        out.shape.push(size as usize);
+        out.strides.push(l.strides[d]);
+        Ok(self.with_layout(out))
+    }
+
+    /// All slices along `dim` (the dim removed).
+    pub fn unbind(&self, dim: i64) -> Result<Vec<Tensor>> {
+        if self.ndim() == 0 {
+            return Err(Error::Index(
+                "Dimension specified as 0 but tensor has no dimensions".into(),
+            ));
+        }
+        let d = self.dim(dim)?;
+        Ok((0..self.shape()[d])
+            .map(|i| self.with_layout(self.layout().select(d, i)))
+            .collect())
+    }
+
+    /// Pieces of `split_size` along `dim` (the last may be smaller).
+    pub fn split(&self, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+        if self.ndim() == 0 {
+            return Err(Error::Runtime(
+                "split expects at least a 1-dimensional tensor".into(),
+            ));
+        }
+        let d = self.dim(dim)?;
+        let size = self.shape()[d] as i64;
+        if split_size < 0 {
+            return Err(Error::Runtime(format!(
+                "split expects split_size be non-negative, but got split_size={split_size}"
+            )));
+        }
+        if split_size == 0 && size != 0 {
+            return Err(Error::Runtime(format!(
+                "split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
+            )));
+        }
+        let num = if split_size == 0 {
+            1
+        } else {
+            ((size + split_size - 1) / split_size).max(1)
+        };
+        let l = self.layout();
+        Ok((0..num)
+            .map(|i| {
+                let start = i * split_size;
+                let len = split_size.min(size - start);
+                self.with_layout(l.narrow(d, start as usize, len as usize))
+            })
+            .collect())
+    }
+
+    /// Pieces with the given sizes along `dim` (they must add up to its size).
+    pub fn split_with_sizes(&self, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        if self.ndim() == 0 {
+            return Err(Error::Runtime(
+                "split expects at least a 1-dimensional tensor".into(),
+            ));
+        }
+        let d = self.dim(dim)?;
+        let size = self.shape()[d] as i64;
+        if sizes.iter().any(|&s| s < 0) || sizes.iter().sum::<i64>() != size {
+            return Err(Error::Runtime(format!(
+                "split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), but got split_sizes={sizes:?}"
+            )));
+        }
+        let l = self.layout();
+        let mut start = 0usize;
+        Ok(sizes
+            .iter()
+            .map(|&s| {
+                let t = self.with_layout(l.narrow(d, start, s as usize));
+                start += s as usize;
+                t
+            })
+            .collect())
+    }
+
+    /// `chunks` nearly equal pieces along `dim` (fewer when the size doesn't allow).
+    pub fn chunk(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+        if self.ndim() == 0 {
+            return Err(Error::Runtime(
+                "chunk expects at least a 1-dimensional tensor".into(),
+            ));
+        }
+        if chunks <= 0 {
+            return Err(Error::Runtime(format!(
+                "chunk expects `chunks` to be greater than 0, got: {chunks}"
+            )));
+        }
+        let d = self.dim(dim)?;
+        let size = self.shape()[d] as i64;
+        let split_size = (size + chunks - 1) / chunks;
+        if split_size == 0 && size == 0 {
+            let sizes = vec![0i64; chunks as usize];
+            return self.split_with_sizes(&sizes, dim);
+        }
+        self.split(split_size, dim)
+    }
+
+    /// `tensor_split` by a number of sections: sizes differ by at most one.
+    pub fn tensor_split_sections(&self, sections: i64, dim: i64) -> Result<Vec<Tensor>> {
+        if self.ndim() == 0 {
+            return Err(Error::Runtime(
+                "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims".into(),
+            ));
+        }
+        if sections <= 0 {
+            return Err(Error::Runtime(format!(
+                "number of sections must be larger than 0, got {sections}"
+            )));
+        }
+        let d = self.dim(dim)?;
+        let size = self.shape()[d] as i64;
+        let (q, r) = (size / sections, size % sections);
+        let sizes: Vec<i64> = (0..sections).map(|i| q + i64::from(i < r)).collect();
+        self.split_with_sizes(&sizes, dim)
+    }
+
+    /// `tensor_split` at the given indices (clamped, as in NumPy's `array_split`).
+    pub fn tensor_split_indices(&self, indices: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        if self.ndim() == 0 {
+            return Err(Error::Runtime(
+                "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims".into(),
+            ));
+        }
+        let d = self.dim(dim)?;
+        let size = self.shape()[d] as i64;
+        let l = self.layout();
+        let mut out = Vec::with_capacity(indices.len() + 1);
+        let mut start = 0i64;
+        for &i in indices.iter().chain(std::iter::once(&size)) {
+            let i = if i < 0 {
+                (i + size).max(0)
+            } else {
+                i.min(size)
+            };
+            let s = start.min(size);
+            let len = (i - s).max(0);
+            out.push(self.with_layout(l.narrow(d, s as usize, len as usize)));
+            start = i;
+        }
+        Ok(out)
+    }
+}
+
+/// Broadcast any number of shapes together.
+pub fn broadcast_shapes_all(shapes: &[&[usize]]) -> Result<Dims> {
+    let mut out: Dims = Dims::new();
+    for s in shapes {
+        out = crate::layout::broadcast_shapes("broadcast_shapes", &out, s).map_err(|_| {
+            Error::Runtime("Shape mismatch: objects cannot be broadcast to a single shape".into())
+        })?;
+    }
+    Ok(out)
+}
+
+/// Views of `tensors` expanded to their common broadcast shape.
+pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+    let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape()).collect();
+    let shape = broadcast_shapes_all(&shapes)?;
+    tensors.iter().map(|t| t.broadcast_to(&shape)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(n: i64, shape: &[usize]) -> Tensor {
+        Tensor::from_vec((0..n).collect::<Vec<i64>>(), shape).unwrap()
+    }
+
+    #[test]
+    fn view_family() {
+        let x = t(24, &[2, 3, 4]);
+        assert_eq!(x.unflatten(2, &[2, -1]).unwrap().shape(), &[2, 3, 2, 2]);
+        assert_eq!(x.movedim(&[0], &[2]).unwrap().shape(), &[3, 4, 2]);
+        let d = x.diagonal(1, 1, 2).unwrap();
+        assert_eq!(d.shape(), &[2, 3]);
+        assert_eq!(d.to_vec::<i64>().unwrap(), vec![1, 6, 11, 13, 18, 23]);
+        let u = t(5, &[5]).unfold(0, 2, 2).unwrap();
+        assert_eq!(u.to_vec::<i64>().unwrap(), vec![0, 1, 2, 3]);
+        let parts = t(5, &[5]).chunk(2, 0).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[1].to_vec::<i64>().unwrap(), vec![3, 4]);
+        let s = t(7, &[7]).tensor_split_indices(&[5, 2], 0).unwrap();
+        assert_eq!(
+            s.iter().map(|p| p.numel()).collect::<Vec<_>>(),
+            vec![5, 0, 5]
+        );
+        assert!(x.as_strided(&[5, 5], &[5, 1], None).is_err());
+        let b = broadcast_tensors(&[t(3, &[3, 1]), t(2, &[2])]).unwrap();
+        assert_eq!(b[1].shape(), &[3, 2]);
+        assert_eq!(b[1].strides(), &[0, 1]);
     }
 }

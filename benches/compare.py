@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Time ferrotorch beside NumPy (and PyTorch when it is importable) in one run.
+
+Usage (after a release build: ``PROFILE=release ./tools/dev_build.sh``)::
+
+    PYTHONPATH=python python benches/compare.py [--repeat N] [--quick]
+
+Every case is timed with ``timeit``: ``autorange`` picks the loop count, then the best of
+``--repeat`` rounds is kept. The table shows each library's time (matmul: GFLOP/s) and the
+time ratios ferrotorch/NumPy and ferrotorch/PyTorch (below 1 means ferrotorch is faster). A
+case ferrotorch cannot run yet (an op added by another part of the project) shows ``n/a``.
+
+NumPy's OpenBLAS reads ``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE`` at load time; if either is
+set, the script re-runs itself in a subprocess without them so NumPy uses the kernels it would
+pick on its own.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import timeit
+
+_OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_CHILD_FLAG = "_FERROTORCH_COMPARE_CHILD"
+
+
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
+
+
+def _requested_threads():
+    for i, a in enumerate(sys.argv):
+        if a == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _reexec_with_clean_environment():
+    """Re-run in a subprocess without the OpenBLAS overrides (and with the thread-count
+    variables set when --threads is given): both are read when the libraries load."""
+    if os.environ.get(_CHILD_FLAG) == "1":
+        return
+    present = [v for v in _OPENBLAS_VARS if v in os.environ]
+    threads = _requested_threads()
+    if not present and threads is None:
+        return
+    env = {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS}
+    if threads is not None:
+        env.update(dict.fromkeys(_THREAD_VARS, threads))
+    env[_CHILD_FLAG] = "1"
+    if present:
+        print(f"(re-running in a subprocess without {', '.join(present)})", flush=True)
+    sys.exit(subprocess.call([sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env=env))
+
+
+_reexec_with_clean_environment()
+
+# Imported after the re-exec check: OpenBLAS reads its environment when NumPy loads it.
+import ferrotorch as ft
+import numpy as np
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def best_time(fn, repeat):
+    """Best per-call time of `fn` in seconds (autoranged loop count, best of `repeat`)."""
+    t = timeit.Timer(fn)
+    number, _ = t.autorange()
+    return min(t.repeat(repeat=repeat, number=number)) / number
+
+
+class NotAvailable(Exception):
+    pass
+
+
+def need(obj, name):
+    if not hasattr(obj, name):
+        raise NotAvailable(name)
+    return getattr(obj, name)
+
+
+# --------------------------------------------------------------------------- cases
+# Each case maps a library name to a factory returning the zero-argument callable to time
+# (setup happens in the factory, outside the timing).
+
+
+def rand(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def add2(x, y):
+    return lambda: x + y
+
+
+def fma3(x, y, z):
+    return lambda: x * y + z
+
+
+def matmul2(x, y):
+    return lambda: x @ y
+
+
+def call0(method):
+    return lambda: method()
+
+
+def case_add_small():
+    a, b = rand(4), rand(4, 1)
+    return {
+        "numpy": lambda: add2(a, b),
+        "ferrotorch": lambda: add2(ft.from_numpy(a), ft.from_numpy(b)),
+        "torch": lambda: add2(torch.from_numpy(a), torch.from_numpy(b)),
+    }
+
+
+def case_to_numpy():
+    a = rand((1000, 1000))
+    return {
+        "numpy": lambda: call0(a.view),  # the nearest NumPy analogue
+        "ferrotorch": lambda: call0(ft.from_numpy(a.copy()).numpy),
+        "torch": lambda: call0(torch.from_numpy(a.copy()).numpy),
+    }
+
+
+def case_from_numpy():
+    a = rand((1000, 1000))
+    return {
+        "numpy": lambda: lambda: np.asarray(a),
+        "ferrotorch": lambda: lambda: ft.from_numpy(a),
+        "torch": lambda: lambda: torch.from_numpy(a),
+    }
+
+
+def case_matmul(n):
+    a, b = rand((n, n), 1), rand((n, n), 2)
+
+    def ferro():
+        x, y = ft.from_numpy(a), ft.from_numpy(b)
+        np.testing.assert_allclose((x @ y).numpy(), a @ b, rtol=1e-3, atol=1e-3 * n**0.5)
+        return matmul2(x, y)
+
+    return {
+        "numpy": lambda: matmul2(a, b),
+        "ferrotorch": ferro,
+        "torch": lambda: matmul2(torch.from_numpy(a), torch.from_numpy(b)),
+    }
+
+
+def case_fma(n):
+    a, b, c = rand(n, 1), rand(n, 2), rand(n, 3)
+    return {
+        "numpy": lambda: fma3(a, b, c),
+        "ferrotorch": lambda: fma3(ft.from_numpy(a), ft.from_numpy(b), ft.from_numpy(c)),
+        "torch": lambda: fma3(torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)),
+    }
+
+
+def case_sum(n):
+    a = rand(n)
+
+    def ferro():
+        x = ft.from_numpy(a)
+        return call0(need(x, "sum"))
+
+    return {
+        "numpy": lambda: call0(a.sum),
+        "ferrotorch": ferro,
+        "torch": lambda: call0(torch.from_numpy(a).sum),
+    }
+
+
+def case_transpose_contiguous(n):
+    a = rand((n, n))
+
+    def ferro():
+        x = ft.from_numpy(a)
+        if hasattr(x, "transpose"):
+            return lambda: x.transpose(0, 1).contiguous()
+        # Until the view ops are bound in Python, the same permute view through einsum.
+        return lambda: ft.einsum("ij->ji", x).contiguous()
+
+    def torch_fn():
+        x = torch.from_numpy(a)
+        return lambda: x.transpose(0, 1).contiguous()
+
+    return {
+        "numpy": lambda: lambda: np.ascontiguousarray(a.T),
+        "ferrotorch": ferro,
+        "torch": torch_fn,
+    }
+
+
+def case_softmax(rows, cols):
+    a = rand((rows, cols))
+
+    def np_softmax():
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def ferro():
+        x = ft.from_numpy(a)
+        if hasattr(ft, "softmax"):
+            return lambda: ft.softmax(x, dim=1)
+        return lambda: need(x, "softmax")(1)
+
+    def torch_fn():
+        x = torch.from_numpy(a)
+        return lambda: torch.softmax(x, dim=1)
+
+    return {
+        "numpy": lambda: np_softmax,
+        "ferrotorch": ferro,
+        "torch": torch_fn,
+    }
+
+
+def cases(quick):
+    big = 1_000_000 if quick else 10_000_000
+    tn = 1024 if quick else 4096
+    sizes = (256, 512) if quick else (256, 512, 1024, 2048)
+    out = [
+        ("a+b, 4 elements (per-op overhead)", case_add_small(), None),
+        (".numpy() of 1000x1000", case_to_numpy(), None),
+        ("from_numpy of 1000x1000", case_from_numpy(), None),
+    ]
+    for n in sizes:
+        out.append((f"matmul f32 {n}x{n}", case_matmul(n), 2.0 * n**3))
+    out += [
+        (f"a*b+c f32, {big // 1_000_000}M", case_fma(big), None),
+        (f"sum f32, {big // 1_000_000}M", case_sum(big), None),
+        (f"transpose().contiguous() {tn}x{tn}", case_transpose_contiguous(tn), None),
+        ("softmax rows 4096x1024", case_softmax(4096, 1024), None),
+    ]
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def fmt_time(t):
+    if t < 1e-6:
+        return f"{t * 1e9:.0f} ns"
+    if t < 1e-3:
+        return f"{t * 1e6:.2f} us"
+    if t < 1:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t:.2f} s"
+
+
+def fmt_cell(t, flops):
+    if t is None:
+        return "n/a"
+    if flops:
+        return f"{flops / t / 1e9:.1f} GFLOP/s"
+    return fmt_time(t)
+
+
+def print_environment():
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, "
+          f"ferrotorch {getattr(ft, '__version__', '?')}, "
+          f"torch {torch.__version__ if torch else 'not installed'}; {os.cpu_count()} CPUs")
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        cfg = np.show_config(mode="dicts") if hasattr(np, "show_config") else None
+        blas = (cfg or {}).get("Build Dependencies", {}).get("blas", {})
+        extra = blas.get("openblas configuration", "")
+        print(f"numpy BLAS (build config; threadpoolctl not installed): "
+              f"{blas.get('name', '?')} {blas.get('version', '')} {extra}".rstrip())
+    else:
+        for info in threadpool_info():
+            if info.get("user_api") == "blas":
+                print(f"numpy BLAS: {info.get('internal_api')} {info.get('version')} "
+                      f"arch={info.get('architecture')} threads={info.get('num_threads')} "
+                      f"({info.get('filepath')})")
+    for v in _OPENBLAS_VARS + _THREAD_VARS:
+        print(f"  {v}={os.environ.get(v, '(unset)')}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=5, help="timing rounds per case (best kept)")
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke test")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for every library (sets OPENBLAS/OMP/RAYON_NUM_THREADS)")
+    args = ap.parse_args()
+    if torch is not None and args.threads:
+        torch.set_num_threads(args.threads)
+    print_environment()
+    libs = ["numpy", "ferrotorch"] + (["torch"] if torch is not None else [])
+    rows = []
+    for name, factories, flops in cases(args.quick):
+        times = {}
+        for lib in libs:
+            try:
+                fn = factories[lib]()
+                times[lib] = best_time(fn, args.repeat)
+            except (NotAvailable, AttributeError, TypeError, NotImplementedError):
+                times[lib] = None
+        rows.append((name, times, flops))
+        print(".", end="", flush=True)
+    print()
+
+    def ratio(t, other):
+        return "n/a" if t.get("ferrotorch") is None or t.get(other) is None else (
+            f"{t['ferrotorch'] / t[other]:.2f}"
+        )
+
+    header = ["case", "numpy", "ferrotorch", "torch", "ferro/numpy", "ferro/torch"]
+    table = [header]
+    for name, t, flops in rows:
+        table.append([
+            name,
+            fmt_cell(t.get("numpy"), flops),
+            fmt_cell(t.get("ferrotorch"), flops),
+            fmt_cell(t.get("torch"), flops) if torch is not None else "-",
+            ratio(t, "numpy"),
+            ratio(t, "torch") if torch is not None else "-",
+        ])
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for i, r in enumerate(table):
+        print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    print("ratios are time ratios (ferrotorch time / other time): below 1 means ferrotorch is faster")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""``autograd.Function``: user-defined ops with a Python forward and backward.
+
+The forward runs with grad recording off; a node is then recorded in the Rust graph whose
+backward calls ``cls.backward(ctx, *grad_outputs)``.
+"""
+
+from ferrotorch import _C
+from ferrotorch.autograd.grad_mode import no_grad
+
+Tensor = _C.Tensor
+
+
+class FunctionCtx:
+    """The ``ctx`` object passed to ``forward`` and ``backward``."""
+
+    def __init__(self):
+        self._saved = ()
+        self._saved_versions = ()
+        self._released = False
+        self.needs_input_grad = ()
+        self._dirty = ()
+        self._non_differentiable = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save tensors or None")
+        self._saved = tensors
+        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
+
+    @property
+    def saved_tensors(self):
+        if self._released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Specify retain_graph=True if you "
+                "need to backward through the graph a second time."
+            )
+        for t, v in zip(self._saved, self._saved_versions):
+            if t is not None and t._version != v:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [{t.type()} {list(t.shape)}] is at version "
+                    f"{t._version}; expected version {v} instead."
+                )
+        return self._saved
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+
+class _FunctionMeta(type):
+    pass
+
+
+class Function(metaclass=_FunctionMeta):
+    """Subclass with ``@staticmethod forward(ctx, ...)`` and ``backward(ctx, *grads)``;
+    call ``MyFunction.apply(...)``."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement the backward function for custom "
+                                  "autograd.Function.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(
+            isinstance(a, Tensor) and a.requires_grad for a in args
+        )
+        with no_grad():
+            outputs = cls.forward(ctx, *args, **kwargs)
+        is_tuple = isinstance(outputs, tuple)
+        outs = list(outputs) if is_tuple else [outputs]
+        if not (_C.is_grad_enabled() and any(ctx.needs_input_grad)):
+            return outputs
+        tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        inputs = [args[i] for i in tensor_positions]
+        dirty = {id(t) for t in ctx._dirty}
+        non_diff = {id(t) for t in ctx._non_differentiable}
+        # An output that is an unmodified input gets a fresh alias so the input keeps its
+        # own history (as PyTorch does).
+        for k, o in enumerate(outs):
+            if isinstance(o, Tensor) and id(o) not in dirty and any(o is i for i in inputs):
+                outs[k] = o.view_as(o) if hasattr(o, "view_as") else o.detach()
+        diff_idx = [
+            k for k, o in enumerate(outs)
+            if isinstance(o, Tensor) and id(o) not in non_diff and o.is_floating_point()
+        ]
+        diff_outputs = [outs[k] for k in diff_idx]
+        shapes = [(o.shape, o.dtype) for o in diff_outputs]
+
+        def backward_bridge(grads):
+            if ctx._released:
+                _ = ctx.saved_tensors  # raises the "second time" error
+            full = [None] * len(outs)
+            for k, g in zip(diff_idx, grads):
+                full[k] = g
+            if ctx.materialize_grads:
+                for j, k in enumerate(diff_idx):
+                    if full[k] is None:
+                        shape, dtype = shapes[j]
+                        full[k] = _C.zeros(shape, dtype=dtype) if hasattr(_C, "zeros") \
+                            else _C.tensor(0.0, dtype=dtype).expand(*shape).clone()
+            res = cls.backward(ctx, *full)
+            if not isinstance(res, tuple):
+                res = (res,)
+            if len(res) < len(args):
+                raise RuntimeError(
+                    f"function {cls.__name__}Backward returned an incorrect number of gradients "
+                    f"(expected {len(args)}, got {len(res)})"
+                )
+            return [res[i] for i in tensor_positions]
+
+        _C._record_function(cls.__name__ + "Backward", backward_bridge, inputs, diff_outputs)
+        if not is_tuple:
+            return outs[0]
+        return tuple(outs)
+
+
+class once_differentiable:  # noqa: N801 (PyTorch's name)
+    """Decorator kept for source compatibility; backward runs with grad mode as set."""
+
+    def __new__(cls, fn):
+        return fn

@@ -1,0 +1,112 @@
+"""Grad-mode context managers, usable as decorators too (thread-local, as in PyTorch)."""
+
+import functools
+
+from ferrotorch import _C
+
+
+class _DecoratorContextManager:
+    """Lets a context manager class be used as ``@no_grad()`` (or ``@no_grad``) too."""
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording inside the block."""
+
+    def __new__(cls, func=None):
+        # Support the bare ``@no_grad`` decorator form as well as ``@no_grad()``.
+        if callable(func):
+            return cls()(func)
+        return super().__new__(cls)
+
+    def __init__(self, func=None):
+        self.prev = False
+
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+        return False
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable gradient recording inside the block (e.g. inside ``no_grad``)."""
+
+    def __new__(cls, func=None):
+        if callable(func):
+            return cls()(func)
+        return super().__new__(cls)
+
+    def __init__(self, func=None):
+        self.prev = False
+
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(True)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+        return False
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode to ``mode``; takes effect immediately (like PyTorch) and is restored
+    when used as a context manager."""
+
+    def __init__(self, mode):
+        self.prev = _C.is_grad_enabled()
+        self.mode = bool(mode)
+        _C._set_grad_enabled(self.mode)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like ``no_grad`` (no recording); also reported by ``is_inference_mode_enabled``."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+        self.prev = (True, False)
+
+    def __enter__(self):
+        self.prev = (_C.is_grad_enabled(), _C.is_inference_mode_enabled())
+        if self.mode:
+            _C._set_grad_enabled(False)
+        _C._set_inference_mode(self.mode)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev[0])
+        _C._set_inference_mode(self.prev[1])
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+is_grad_enabled = _C.is_grad_enabled
+is_inference_mode_enabled = _C.is_inference_mode_enabled

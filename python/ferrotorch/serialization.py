@@ -1,0 +1,159 @@
+"""``ferrotorch.save`` / ``ferrotorch.load``: tensors, state_dicts and nested containers stored
+as a safetensors file. The tensors are the file's tensors; the container structure (dicts,
+lists, tuples, numbers, strings, None, dtype tags) is a small JSON document kept in the
+safetensors metadata under ``"ferrotorch"``. Loading parses JSON and raw tensor bytes only:
+it never executes code (unlike pickle).
+
+A ferrotorch checkpoint opens with the ``safetensors`` package; a safetensors file written
+elsewhere (e.g. by PyTorch) loads as a flat ``{name: tensor}`` state_dict.
+"""
+
+
+import json
+import os
+import struct
+
+import numpy as np
+
+from ferrotorch import _C
+
+Tensor = _C.Tensor
+_META_KEY = "ferrotorch"
+_FORMAT_VERSION = 1
+# Header JSON larger than this is refused (corrupted or hostile files).
+_MAX_HEADER = 100 * 1024 * 1024
+
+
+def _flatten(obj, tensors, path):
+    """Structure description of ``obj``; tensors are moved into ``tensors``."""
+    if isinstance(obj, Tensor):
+        name = f"t{len(tensors)}"
+        t = obj.detach()
+        dtype = str(t.dtype).split(".")[-1]
+        if t.dtype == _C.bfloat16:
+            arr = t.float().numpy()  # NumPy has no bfloat16; re-narrowed on load
+        else:
+            arr = t.contiguous().numpy()
+        tensors[name] = np.ascontiguousarray(arr)
+        return {"T": name, "dtype": dtype, "requires_grad": bool(obj.requires_grad)}
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        if isinstance(obj, float) and not np.isfinite(obj):
+            return {"F": repr(obj)}
+        return {"V": obj}
+    if isinstance(obj, dict):
+        keys = list(obj.keys())
+        if not all(isinstance(k, (str, int)) for k in keys):
+            raise TypeError(f"ferrotorch.save: dict keys must be str or int at {path}")
+        return {"D": [[k, _flatten(obj[k], tensors, f"{path}.{k}")] for k in keys],
+                "ordered": type(obj).__name__ == "OrderedDict"}
+    if isinstance(obj, (list, tuple)):
+        tag = "L" if isinstance(obj, list) else "U"
+        return {tag: [_flatten(v, tensors, f"{path}[{i}]") for i, v in enumerate(obj)]}
+    if isinstance(obj, _C.dtype):
+        return {"dtype_obj": str(obj).split(".")[-1]}
+    raise TypeError(
+        f"ferrotorch.save: cannot store an object of type {type(obj).__name__} at {path} "
+        "(supported: tensors, dicts, lists, tuples, numbers, strings, None)"
+    )
+
+
+def _unflatten(desc, tensors):
+    if not isinstance(desc, dict) or len(desc) == 0:
+        raise RuntimeError("ferrotorch.load: malformed structure description")
+    if "T" in desc:
+        name = desc["T"]
+        if name not in tensors:
+            raise RuntimeError(f"ferrotorch.load: tensor {name!r} missing from the file")
+        arr = tensors[name]
+        dtype = getattr(_C, desc.get("dtype", ""), None)
+        t = _C.from_numpy(arr)
+        if dtype is not None and t.dtype != dtype:
+            t = t.to(dtype)
+        if desc.get("requires_grad"):
+            t.requires_grad_()
+        return t
+    if "V" in desc:
+        return desc["V"]
+    if "F" in desc:
+        return float(desc["F"])
+    if "D" in desc:
+        from collections import OrderedDict
+
+        d = OrderedDict() if desc.get("ordered") else {}
+        for k, v in desc["D"]:
+            d[k] = _unflatten(v, tensors)
+        return d
+    if "L" in desc:
+        return [_unflatten(v, tensors) for v in desc["L"]]
+    if "U" in desc:
+        return tuple(_unflatten(v, tensors) for v in desc["U"])
+    if "dtype_obj" in desc:
+        return getattr(_C, desc["dtype_obj"])
+    raise RuntimeError(f"ferrotorch.load: unknown entry {sorted(desc)}")
+
+
+def save(obj, f):
+    """Save ``obj`` (a tensor, a state_dict, an optimizer state_dict, nested containers) to
+    ``f``, a path or a writable binary file object."""
+    from safetensors.numpy import save as st_save
+
+    tensors = {}
+    desc = _flatten(obj, tensors, "obj")
+    meta = {_META_KEY: json.dumps({"version": _FORMAT_VERSION, "root": desc})}
+    data = st_save(tensors, metadata=meta)
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    else:
+        f.write(data)
+
+
+def _read_header(data):
+    if len(data) < 8:
+        raise RuntimeError("ferrotorch.load: file is truncated (no safetensors header)")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > _MAX_HEADER or 8 + n > len(data):
+        raise RuntimeError(
+            f"ferrotorch.load: invalid or truncated file (header claims {n} bytes, file has "
+            f"{len(data)})"
+        )
+    try:
+        return json.loads(data[8:8 + n])
+    except ValueError as e:
+        raise RuntimeError(f"ferrotorch.load: corrupted header: {e}") from None
+
+
+def load(f, map_location=None, weights_only=True):
+    """Load what :func:`save` wrote (or any safetensors file, as a state_dict)."""
+    from safetensors.numpy import load as st_load
+
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            data = fh.read()
+    elif isinstance(f, (bytes, bytearray)):
+        data = bytes(f)
+    else:
+        data = f.read()
+    header = _read_header(data)
+    try:
+        arrays = st_load(data)
+    except Exception as e:  # safetensors raises its own error types
+        raise RuntimeError(f"ferrotorch.load: corrupted safetensors data: {e}") from None
+    # Own copies: the tensors must not pin (or alias) the file buffer.
+    arrays = {k: np.array(v, copy=True) for k, v in arrays.items()}
+    meta = header.get("__metadata__") or {}
+    if _META_KEY not in meta:
+        return {k: _C.from_numpy(v) for k, v in arrays.items()}
+    try:
+        doc = json.loads(meta[_META_KEY])
+    except ValueError as e:
+        raise RuntimeError(f"ferrotorch.load: corrupted structure description: {e}") from None
+    if not isinstance(doc, dict) or doc.get("version") != _FORMAT_VERSION:
+        raise RuntimeError("ferrotorch.load: unsupported checkpoint version")
+    if map_location not in (None, "cpu") and str(map_location) != "cpu":
+        raise RuntimeError(f"ferrotorch.load: map_location={map_location!r} is not available")
+    return _unflatten(doc["root"], arrays)
+
+
+__all__ = ["save", "load"]
+

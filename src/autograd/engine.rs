@@ -1,0 +1,299 @@
+//! The backward engine: count dependencies from the roots, then run nodes whose gradients
+//! are complete, summing gradients that meet at one input. Iterative; no recursion.
+
+use super::node::{Edge, Node};
+use super::GradModeGuard;
+use crate::{Error, Result, Tensor};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+type NodeKey = *const Node;
+
+fn key(n: &Arc<Node>) -> NodeKey {
+    Arc::as_ptr(n)
+}
+
+/// The edge a root tensor's gradient enters the graph through.
+fn root_edge(t: &Tensor, what: &str) -> Result<Edge> {
+    super::edge_of(t).ok_or_else(|| {
+        Error::Runtime(format!(
+            "element 0 of {what} does not require grad and does not have a grad_fn"
+        ))
+    })
+}
+
+/// Gradients requested by `autograd.grad`/`backward(inputs=...)`: the edge of each input.
+struct Captures {
+    targets: Vec<Option<Edge>>,
+    grads: Vec<Option<Tensor>>,
+}
+
+impl Captures {
+    fn offer(&mut self, node: &Arc<Node>, nr: usize, g: &Tensor) -> Result<()> {
+        for (i, t) in self.targets.iter().enumerate() {
+            if let Some(e) = t {
+                if Arc::ptr_eq(&e.node, node) && e.input_nr == nr {
+                    self.grads[i] = Some(match self.grads[i].take() {
+                        Some(old) => old.add_raw(g)?,
+                        None => g.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Run backward from `roots` with their output gradients.
+///
+/// * `accumulate`: write leaves' `.grad` (Tensor.backward) or not (autograd.grad).
+/// * `inputs`: if given, gradients are returned for these tensors and, when accumulating,
+///   only these leaves are written.
+fn run_backward(
+    roots: &[Tensor],
+    root_grads: Vec<Tensor>,
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Option<&[Tensor]>,
+    accumulate: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let _mode = GradModeGuard::new(create_graph);
+    let mut caps = Captures {
+        targets: inputs
+            .map(|ins| ins.iter().map(super::edge_of).collect())
+            .unwrap_or_default(),
+        grads: vec![None; inputs.map(|i| i.len()).unwrap_or(0)],
+    };
+    if let Some(ins) = inputs {
+        for (i, t) in ins.iter().enumerate() {
+            if caps.targets[i].is_none() {
+                return Err(Error::Runtime(format!(
+                    "One of the differentiated Tensors (input {i}, shape {:?}) does not require grad",
+                    t.shape()
+                )));
+            }
+        }
+    }
+    // Only leaves named in `inputs` get .grad when inputs are given.
+    let allowed_leaves: Option<Vec<NodeKey>> = inputs.map(|_| {
+        caps.targets
+            .iter()
+            .flatten()
+            .filter(|e| e.node.is_accumulate_grad())
+            .map(|e| key(&e.node))
+            .collect()
+    });
+
+    // 1. Dependency counts over the reachable graph.
+    let mut deps: HashMap<NodeKey, usize> = HashMap::new();
+    let mut nodes: HashMap<NodeKey, Arc<Node>> = HashMap::new();
+    let mut stack: Vec<Arc<Node>> = Vec::new();
+    let mut root_edges = Vec::with_capacity(roots.len());
+    for r in roots {
+        let e = root_edge(r, "tensors")?;
+        if nodes.insert(key(&e.node), e.node.clone()).is_none() {
+            stack.push(e.node.clone());
+        }
+        root_edges.push(e);
+    }
+    while let Some(n) = stack.pop() {
+        for e in n.next_edges().iter().flatten() {
+            let k = key(&e.node);
+            *deps.entry(k).or_insert(0) += 1;
+            if nodes.insert(k, e.node.clone()).is_none() {
+                stack.push(e.node.clone());
+            }
+        }
+    }
+
+    // 2. Seed the gradient buffers with the roots' gradients.
+    let mut buffers: HashMap<NodeKey, Vec<Option<Tensor>>> = HashMap::new();
+    fn add_to(
+        buffers: &mut HashMap<NodeKey, Vec<Option<Tensor>>>,
+        node: &Arc<Node>,
+        nr: usize,
+        g: Tensor,
+    ) -> Result<()> {
+        let buf = buffers
+            .entry(key(node))
+            .or_insert_with(|| vec![None; node.num_outputs()]);
+        buf[nr] = Some(match buf[nr].take() {
+            Some(old) => old.add_raw_or_record(&g)?,
+            None => g,
+        });
+        Ok(())
+    }
+    for (e, g) in root_edges.iter().zip(root_grads) {
+        add_to(&mut buffers, &e.node, e.input_nr, g)?;
+    }
+
+    // 3. Run nodes whose dependencies are satisfied.
+    let mut ready: Vec<Arc<Node>> = Vec::new();
+    for e in &root_edges {
+        let k = key(&e.node);
+        if deps.get(&k).copied().unwrap_or(0) == 0 && !ready.iter().any(|n| key(n) == k) {
+            ready.push(e.node.clone());
+        }
+    }
+    while let Some(node) = ready.pop() {
+        let k = key(&node);
+        let mut grads = buffers
+            .remove(&k)
+            .unwrap_or_else(|| vec![None; node.num_outputs()]);
+        // Hooks on the node's outputs (non-leaf tensor hooks, retain_grad) may replace grads.
+        for (nr, g) in grads.iter_mut().enumerate() {
+            if let Some(gv) = g.as_ref() {
+                let mut cur = gv.clone();
+                for h in node.hooks_for(nr) {
+                    if let Some(new) = h(&cur)? {
+                        cur = new;
+                    }
+                }
+                caps.offer(&node, nr, &cur)?;
+                *g = Some(cur);
+            }
+        }
+        if let Some(leaf) = node.leaf() {
+            let allowed = allowed_leaves
+                .as_ref()
+                .map(|a| a.contains(&k))
+                .unwrap_or(true);
+            if accumulate && allowed {
+                if let Some(g) = &grads[0] {
+                    accumulate_into_leaf(leaf, g, create_graph)?;
+                }
+            }
+            continue;
+        }
+        let input_grads = node.apply(&grads, retain_graph)?;
+        drop(grads);
+        for (e, g) in node
+            .next_edges()
+            .iter()
+            .zip(input_grads.into_iter().chain(std::iter::repeat(None)))
+        {
+            let Some(e) = e else { continue };
+            let ek = key(&e.node);
+            if let Some(g) = g {
+                add_to(&mut buffers, &e.node, e.input_nr, g)?;
+            }
+            let d = deps.get_mut(&ek).expect("counted above");
+            *d -= 1;
+            if *d == 0 {
+                ready.push(e.node.clone());
+            }
+        }
+    }
+    Ok(caps.grads)
+}
+
+fn accumulate_into_leaf(leaf: &Tensor, g: &Tensor, create_graph: bool) -> Result<()> {
+    let mut g = g.clone();
+    let hooks: Vec<_> = leaf.meta().hooks.iter().map(|(_, h)| h.clone()).collect();
+    for h in hooks {
+        if let Some(new) = h(&g)? {
+            g = new;
+        }
+    }
+    if g.shape() != leaf.shape() {
+        return Err(Error::shape(
+            "backward",
+            leaf.shape(),
+            g.shape(),
+            "gradient shape does not match the leaf's shape",
+        ));
+    }
+    let new = match leaf.grad() {
+        None => {
+            if create_graph {
+                g
+            } else {
+                // A fresh buffer: the incoming gradient may be shared with other leaves.
+                g.detach().clone_data()
+            }
+        }
+        Some(old) => {
+            if create_graph {
+                old.add_raw_or_record(&g)?
+            } else {
+                old.binary_(&g, crate::BinaryOp::Add)?;
+                old
+            }
+        }
+    };
+    leaf.set_grad(Some(new));
+    Ok(())
+}
+
+impl Tensor {
+    /// Sum of two gradients; recorded only under `create_graph` (grad mode on).
+    fn add_raw_or_record(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(other, crate::BinaryOp::Add)
+    }
+}
+
+fn default_grads(roots: &[Tensor], grads: Vec<Option<Tensor>>) -> Result<Vec<Tensor>> {
+    roots
+        .iter()
+        .zip(grads.into_iter().chain(std::iter::repeat(None)))
+        .map(|(r, g)| match g {
+            Some(g) => {
+                if g.shape() != r.shape() {
+                    return Err(Error::shape(
+                        "backward",
+                        r.shape(),
+                        g.shape(),
+                        format!(
+                            "Mismatch in shape: grad_output[0] has a shape of {:?} and output[0] has a shape of {:?}.",
+                            g.shape(),
+                            r.shape()
+                        ),
+                    ));
+                }
+                Ok(g)
+            }
+            None => {
+                if r.numel() != 1 {
+                    return Err(Error::Runtime("grad can be implicitly created only for scalar outputs".into()));
+                }
+                Ok(Tensor::ones(r.shape(), r.dtype()))
+            }
+        })
+        .collect()
+}
+
+/// `Tensor.backward(gradient, retain_graph, create_graph, inputs)`.
+pub fn backward(
+    roots: &[Tensor],
+    grads: Vec<Option<Tensor>>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    inputs: Option<&[Tensor]>,
+) -> Result<()> {
+    let gs = default_grads(roots, grads)?;
+    let retain = retain_graph.unwrap_or(create_graph);
+    run_backward(roots, gs, retain, create_graph, inputs, true)?;
+    Ok(())
+}
+
+/// `autograd.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)`.
+pub fn grad(
+    outputs: &[Tensor],
+    inputs: &[Tensor],
+    grad_outputs: Vec<Option<Tensor>>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    allow_unused: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let gs = default_grads(outputs, grad_outputs)?;
+    let retain = retain_graph.unwrap_or(create_graph);
+    let res = run_backward(outputs, gs, retain, create_graph, Some(inputs), false)?;
+    if !allow_unused {
+        if let Some(i) = res.iter().position(|g| g.is_none()) {
+            return Err(Error::Runtime(format!(
+                "One of the differentiated Tensors (input {i}) appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."
+            )));
+        }
+    }
+    Ok(res)
+}

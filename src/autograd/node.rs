@@ -1,0 +1,174 @@
+//! Graph nodes. A node holds its backward formula (with the tensors it saved) and edges to
+//! the nodes of its inputs. Children own parents (strong `Arc`s point from outputs towards
+//! inputs only), so a graph is freed with its last output. Dropping is iterative, so a chain
+//! of 100,000 ops does not overflow the stack.
+
+use crate::{Result, Tensor};
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Backward formula: gradients w.r.t. each output (None where nothing flowed) in, gradients
+/// w.r.t. each input (None where not needed) out.
+pub type BackwardFn = Box<dyn FnMut(&[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> + Send>;
+
+/// A gradient hook: may return a replacement gradient.
+pub type HookFn = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+/// Where a gradient goes: output `input_nr` of `node`.
+#[derive(Clone)]
+pub struct Edge {
+    pub node: Arc<Node>,
+    pub input_nr: usize,
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+pub struct Node {
+    name: String,
+    seq: u64,
+    backward: Mutex<Option<BackwardFn>>,
+    /// Set once the backward formula ran without `retain_graph` (its saved tensors are gone).
+    released: Mutex<bool>,
+    pub(crate) next: Vec<Option<Edge>>,
+    num_outputs: usize,
+    pub(crate) pre_hooks: Mutex<Vec<(u64, usize, HookFn)>>,
+    /// For AccumulateGrad nodes: the leaf that receives the gradient.
+    pub(crate) leaf: Option<Tensor>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Node {
+    pub fn new(
+        name: impl Into<String>,
+        next: Vec<Option<Edge>>,
+        num_outputs: usize,
+        backward: BackwardFn,
+    ) -> Node {
+        Node {
+            name: name.into(),
+            seq: SEQ.fetch_add(1, Ordering::Relaxed),
+            backward: Mutex::new(Some(backward)),
+            released: Mutex::new(false),
+            next,
+            num_outputs,
+            pre_hooks: Mutex::new(Vec::new()),
+            leaf: None,
+        }
+    }
+
+    pub(crate) fn accumulate_grad(leaf: Tensor) -> Node {
+        Node {
+            name: "AccumulateGrad".into(),
+            seq: SEQ.fetch_add(1, Ordering::Relaxed),
+            backward: Mutex::new(None),
+            released: Mutex::new(false),
+            next: Vec::new(),
+            num_outputs: 1,
+            pre_hooks: Mutex::new(Vec::new()),
+            leaf: Some(leaf),
+        }
+    }
+
+    /// PyTorch-style name, e.g. "MulBackward0".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+    pub fn num_outputs(&self) -> usize {
+        self.num_outputs
+    }
+    pub fn next_edges(&self) -> &[Option<Edge>] {
+        &self.next
+    }
+    pub fn is_accumulate_grad(&self) -> bool {
+        self.leaf.is_some()
+    }
+    pub fn leaf(&self) -> Option<&Tensor> {
+        self.leaf.as_ref()
+    }
+
+    /// Run the backward formula. Without `retain` the formula (and its saved tensors) is
+    /// dropped afterwards; calling again is PyTorch's "backward through the graph a second
+    /// time" error.
+    pub(crate) fn apply(
+        &self,
+        grads: &[Option<Tensor>],
+        retain: bool,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let mut slot = lock(&self.backward);
+        let Some(f) = slot.as_mut() else {
+            if *lock(&self.released) {
+                return Err(crate::Error::Runtime(
+                    "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.".into(),
+                ));
+            }
+            return Ok(vec![None; self.next.len()]);
+        };
+        let out = f(grads)?;
+        if !retain {
+            let f = slot.take();
+            *lock(&self.released) = true;
+            drop(slot);
+            defer_drop(Box::new(f));
+        }
+        Ok(out)
+    }
+
+    pub fn add_pre_hook(&self, id: u64, output_nr: usize, hook: HookFn) {
+        lock(&self.pre_hooks).push((id, output_nr, hook));
+    }
+    pub fn remove_pre_hook(&self, id: u64) -> bool {
+        let mut h = lock(&self.pre_hooks);
+        let before = h.len();
+        h.retain(|(i, _, _)| *i != id);
+        h.len() != before
+    }
+    pub(crate) fn hooks_for(&self, output_nr: usize) -> Vec<HookFn> {
+        lock(&self.pre_hooks)
+            .iter()
+            .filter(|(_, nr, _)| *nr == output_nr)
+            .map(|(_, _, h)| h.clone())
+            .collect()
+    }
+}
+
+thread_local! {
+    static DROP_QUEUE: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Drop `item` without recursing: nested drops triggered by it are queued and run by the
+/// outermost call in a loop.
+fn defer_drop(item: Box<dyn Any>) {
+    // If the thread-local is gone (thread exit), the item is simply dropped here.
+    if DROP_QUEUE.try_with(|q| q.borrow_mut().push(item)).is_err() {
+        return;
+    }
+    if DRAINING.try_with(|d| d.replace(true)).unwrap_or(true) {
+        return; // an outer call is draining the queue
+    }
+    // Each pop's borrow ends before the item is dropped, so nested pushes are fine.
+    while let Some(x) = DROP_QUEUE.try_with(|q| q.borrow_mut().pop()).ok().flatten() {
+        drop(x);
+    }
+    let _ = DRAINING.try_with(|d| d.set(false));
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let edges = std::mem::take(&mut self.next);
+        let f = lock(&self.backward).take();
+        let leaf = self.leaf.take();
+        if edges.is_empty() && f.is_none() && leaf.is_none() {
+            return;
+        }
+        defer_drop(Box::new((edges, f, leaf)));
+    }
+}

@@ -1,0 +1,333 @@
+//! Autograd bindings: backward/grad, grad_fn nodes, hooks, grad modes, and the bridge that
+//! lets a Python `autograd.Function` be a node whose backward calls back into Python.
+
+use super::guarded;
+use super::tensor::PyTensor;
+use crate::autograd::{self, Node};
+use crate::{Error, Tensor};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::sync::Arc;
+
+/// A recorded op (`tensor.grad_fn`).
+#[pyclass(name = "Node", module = "ferrotorch.autograd.graph", frozen)]
+pub struct PyNode {
+    pub node: Arc<Node>,
+}
+
+#[pymethods]
+impl PyNode {
+    fn name(&self) -> String {
+        self.node.name().to_string()
+    }
+    /// Tuple of (node or None, input_nr) for each input, like PyTorch.
+    #[getter]
+    fn next_functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let items: Vec<Bound<'py, PyAny>> = self
+            .node
+            .next_edges()
+            .iter()
+            .map(|e| -> PyResult<Bound<'py, PyAny>> {
+                match e {
+                    Some(e) => {
+                        let n = Py::new(
+                            py,
+                            PyNode {
+                                node: e.node.clone(),
+                            },
+                        )?;
+                        Ok(PyTuple::new(
+                            py,
+                            [
+                                n.into_any().into_bound(py),
+                                e.input_nr.into_pyobject(py)?.into_any(),
+                            ],
+                        )?
+                        .into_any())
+                    }
+                    None => Ok(PyTuple::new(
+                        py,
+                        [
+                            py.None().into_bound(py),
+                            0usize.into_pyobject(py)?.into_any(),
+                        ],
+                    )?
+                    .into_any()),
+                }
+            })
+            .collect::<PyResult<_>>()?;
+        PyTuple::new(py, items)
+    }
+    /// For AccumulateGrad nodes: the leaf tensor.
+    #[getter]
+    fn variable(&self) -> Option<PyTensor> {
+        self.node.leaf().cloned().map(PyTensor::from)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "<{} object at {:p}>",
+            self.node.name(),
+            Arc::as_ptr(&self.node)
+        )
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyNode>()
+            .map(|o| Arc::ptr_eq(&o.get().node, &self.node))
+            .unwrap_or(false)
+    }
+    fn __hash__(&self) -> isize {
+        Arc::as_ptr(&self.node) as isize
+    }
+}
+
+/// Handle returned by `register_hook`; `remove()` unregisters the hook.
+#[pyclass(name = "RemovableHandle", module = "ferrotorch.utils.hooks")]
+pub struct PyHookHandle {
+    tensor: Tensor,
+    id: u64,
+}
+
+#[pymethods]
+impl PyHookHandle {
+    fn remove(&self) {
+        self.tensor.remove_hook(self.id);
+    }
+}
+
+fn py_err_to_error(py: Python<'_>, e: PyErr) -> Error {
+    let ty = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    Error::Runtime(format!("{ty}: {}", e.value(py)))
+}
+
+fn opt_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(super::tensor::to_tensor(obj)?))
+}
+
+fn tensors_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(vec![t.borrow().inner.clone()]);
+    }
+    obj.try_iter()?
+        .map(|x| Ok(x?.cast::<PyTensor>()?.borrow().inner.clone()))
+        .collect()
+}
+
+fn opt_tensors_of(obj: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Vec<Option<Tensor>>> {
+    match obj {
+        None => Ok(vec![None; n]),
+        Some(o) if o.is_none() => Ok(vec![None; n]),
+        Some(o) => {
+            if o.cast::<PyTensor>().is_ok() {
+                return Ok(vec![opt_tensor(o)?]);
+            }
+            o.try_iter()?.map(|x| opt_tensor(&x?)).collect()
+        }
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        gradient: Option<&Bound<'_, PyAny>>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+        inputs: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let g = opt_tensors_of(gradient, 1)?;
+        let ins = inputs.map(tensors_of).transpose()?;
+        let root = self.inner.clone();
+        py.detach(|| {
+            guarded(|| autograd::backward(&[root], g, retain_graph, create_graph, ins.as_deref()))
+        })
+    }
+    #[getter]
+    fn grad_fn(&self) -> Option<PyNode> {
+        self.inner.grad_fn().map(|node| PyNode { node })
+    }
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.inner.is_leaf()
+    }
+    fn detach(&self) -> PyTensor {
+        self.inner.detach().into()
+    }
+    fn detach_(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf.borrow().inner.detach_();
+        slf
+    }
+    fn retain_grad(&self) -> PyResult<()> {
+        Ok(self.inner.retain_grad()?)
+    }
+    #[getter]
+    fn retains_grad(&self) -> bool {
+        self.inner.retains_grad()
+    }
+    #[getter]
+    fn get_data(&self) -> PyTensor {
+        self.inner.detach().into()
+    }
+    #[setter]
+    fn set_data(&mut self, data: PyRef<'_, PyTensor>) -> PyResult<()> {
+        // Swap in the new data; keep the leaf's requires_grad flag.
+        let rg = self.inner.is_leaf() && self.inner.requires_grad();
+        let t = data.inner.detach();
+        t.set_requires_grad(rg)?;
+        t.set_grad(self.inner.grad());
+        self.inner = t;
+        Ok(())
+    }
+    #[getter]
+    fn _base(&self) -> Option<PyTensor> {
+        self.inner.view_base().map(PyTensor::from)
+    }
+    fn _is_view(&self) -> bool {
+        self.inner.view_base().is_some()
+    }
+    /// Register `hook(grad) -> Tensor | None`, called when this tensor's gradient is computed.
+    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+        let f: autograd::HookFn = Arc::new(move |g: &Tensor| {
+            Python::attach(|py| {
+                let r = hook
+                    .call1(py, (PyTensor::from(g.clone()),))
+                    .map_err(|e| py_err_to_error(py, e))?;
+                let r = r.bind(py);
+                if r.is_none() {
+                    Ok(None)
+                } else {
+                    Ok(Some(
+                        super::tensor::to_tensor(r).map_err(|e| py_err_to_error(py, e))?,
+                    ))
+                }
+            })
+        });
+        let id = self.inner.register_hook(f)?;
+        Ok(PyHookHandle {
+            tensor: self.inner.clone(),
+            id,
+        })
+    }
+}
+
+/// `autograd.grad` core.
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=false, allow_unused=false))]
+fn _grad(
+    py: Python<'_>,
+    outputs: &Bound<'_, PyAny>,
+    inputs: &Bound<'_, PyAny>,
+    grad_outputs: Option<&Bound<'_, PyAny>>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    allow_unused: bool,
+) -> PyResult<Vec<Option<PyTensor>>> {
+    let outs = tensors_of(outputs)?;
+    let ins = tensors_of(inputs)?;
+    let gos = opt_tensors_of(grad_outputs, outs.len())?;
+    let r = py.detach(|| {
+        guarded(|| autograd::grad(&outs, &ins, gos, retain_graph, create_graph, allow_unused))
+    })?;
+    Ok(r.into_iter().map(|g| g.map(PyTensor::from)).collect())
+}
+
+/// Record a node for a Python `autograd.Function`: `backward(grads)` receives one gradient
+/// (or None) per output and returns one gradient (or None) per input.
+#[pyfunction]
+fn _record_function(
+    name: String,
+    backward: Py<PyAny>,
+    inputs: &Bound<'_, PyList>,
+    outputs: &Bound<'_, PyList>,
+) -> PyResult<()> {
+    let ins: Vec<Tensor> = inputs
+        .iter()
+        .map(|x| Ok(x.cast::<PyTensor>()?.borrow().inner.clone()))
+        .collect::<PyResult<_>>()?;
+    let outs: Vec<Tensor> = outputs
+        .iter()
+        .map(|x| Ok(x.cast::<PyTensor>()?.borrow().inner.clone()))
+        .collect::<PyResult<_>>()?;
+    let n_in = ins.len();
+    let f: autograd::BackwardFn = Box::new(move |grads: &[Option<Tensor>]| {
+        Python::attach(|py| {
+            let gs: Vec<Py<PyAny>> = grads
+                .iter()
+                .map(|g| match g {
+                    Some(g) => Py::new(py, PyTensor::from(g.clone())).map(|t| t.into_any()),
+                    None => Ok(py.None()),
+                })
+                .collect::<PyResult<_>>()
+                .map_err(|e| py_err_to_error(py, e))?;
+            let r = backward
+                .call1(py, (gs,))
+                .map_err(|e| py_err_to_error(py, e))?;
+            let r = r.bind(py);
+            let mut out = Vec::with_capacity(n_in);
+            for item in r.try_iter().map_err(|e| py_err_to_error(py, e))? {
+                let item = item.map_err(|e| py_err_to_error(py, e))?;
+                out.push(opt_tensor(&item).map_err(|e| py_err_to_error(py, e))?);
+            }
+            if out.len() != n_in {
+                return Err(Error::Runtime(format!(
+                    "function backward returned an incorrect number of gradients (expected {n_in}, got {})",
+                    out.len()
+                )));
+            }
+            Ok(out)
+        })
+    });
+    let in_refs: Vec<&Tensor> = ins.iter().collect();
+    let out_refs: Vec<&Tensor> = outs.iter().collect();
+    for o in &outs {
+        if o.is_leaf() && o.requires_grad() && ins.iter().any(|i| i.same_tensor(o)) {
+            return Err(PyRuntimeError::new_err(
+                "a leaf Variable that requires grad has been used in an in-place operation.",
+            ));
+        }
+    }
+    autograd::record(&name, &in_refs, &out_refs, f);
+    Ok(())
+}
+
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    autograd::is_grad_enabled()
+}
+
+#[pyfunction]
+fn _set_grad_enabled(enabled: bool) {
+    autograd::set_grad_enabled(enabled)
+}
+
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    autograd::grad_mode::is_inference_mode_enabled()
+}
+
+#[pyfunction]
+fn _set_inference_mode(enabled: bool) {
+    autograd::grad_mode::set_inference_mode(enabled)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyNode>()?;
+    m.add_class::<PyHookHandle>()?;
+    m.add_function(wrap_pyfunction!(_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(_record_function, m)?)?;
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    Ok(())
+}

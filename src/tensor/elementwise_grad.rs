@@ -1,0 +1,374 @@
+//! Backward formulas of the elementwise ops, written with Tensor ops so that they are
+//! themselves differentiable (`create_graph=True`). Results are summed back over broadcast
+//! dims and cast to each input's dtype.
+
+use super::{BinaryOp, Tensor, UnaryOp};
+use crate::autograd::{is_grad_enabled, needs_grad, record, SavedTensor};
+use crate::{Result, Scalar};
+
+// Small helpers so formulas read like maths.
+fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Mul)
+}
+fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Div)
+}
+fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Add)
+}
+fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Sub)
+}
+fn muls(a: &Tensor, k: f64) -> Result<Tensor> {
+    a.binary_scalar(Scalar::Float(k), BinaryOp::Mul, false)
+}
+fn adds(a: &Tensor, k: f64) -> Result<Tensor> {
+    a.binary_scalar(Scalar::Float(k), BinaryOp::Add, false)
+}
+/// `k - a`
+fn rsubs(a: &Tensor, k: f64) -> Result<Tensor> {
+    a.binary_scalar(Scalar::Float(k), BinaryOp::Sub, true)
+}
+fn neg(a: &Tensor) -> Result<Tensor> {
+    a.unary(UnaryOp::Neg)
+}
+
+/// Gradient for an input: summed to its shape and cast to its dtype.
+fn reduce_to(g: Tensor, like_shape: &[usize], like_dtype: crate::DType) -> Result<Tensor> {
+    let g = g.sum_to_shape(like_shape)?;
+    Ok(if g.dtype() != like_dtype {
+        g.cast(like_dtype)?
+    } else {
+        g
+    })
+}
+
+/// Record the node of `a (op) b` if needed.
+pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) {
+    use BinaryOp::*;
+    if !out.dtype().is_floating_point() || !needs_grad(&[a, b]) {
+        return;
+    }
+    let name: &'static str = match op {
+        Add => "AddBackward0",
+        Sub => "SubBackward0",
+        Mul => "MulBackward0",
+        Div => "DivBackward0",
+        Pow => "PowBackward1",
+        Atan2 => "Atan2Backward0",
+        Maximum => "MaximumBackward0",
+        Minimum => "MinimumBackward0",
+        Remainder => "RemainderBackward0",
+        FloorDiv => "FloorDivideBackward0",
+        _ => return, // comparisons, logical and bitwise ops have no gradient
+    };
+    let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
+    let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
+    let (da, db) = (a.dtype(), b.dtype());
+    let saved_a = SavedTensor::new(a, name);
+    let saved_b = SavedTensor::new(b, name);
+    record(
+        name,
+        &[a, b],
+        &[out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None, None]);
+            };
+            let (x, y) = (saved_a.get()?, saved_b.get()?);
+            let (ga, gb): (Option<Tensor>, Option<Tensor>) = match op {
+                Add => (Some(g.clone()), Some(g.clone())),
+                Sub => (Some(g.clone()), Some(neg(g)?)),
+                Mul => (
+                    need_a.then(|| mul(g, y)).transpose()?,
+                    need_b.then(|| mul(g, x)).transpose()?,
+                ),
+                Div => (
+                    need_a.then(|| div(g, y)).transpose()?,
+                    need_b
+                        .then(|| neg(&div(&mul(g, x)?, &mul(y, y)?)?))
+                        .transpose()?,
+                ),
+                Pow => {
+                    let ga = if need_a {
+                        // d/dx x^y = y * x^(y-1)
+                        let p = x.binary(&adds(y, -1.0)?, Pow)?;
+                        Some(mul(g, &mul(y, &p)?)?)
+                    } else {
+                        None
+                    };
+                    let gb = if need_b {
+                        // d/dy x^y = x^y * ln x, taken as 0 where x == 0 and y >= 0.
+                        let r = x.binary(y, Pow)?;
+                        let t = mul(&r, &x.unary(UnaryOp::Log)?)?;
+                        let zero_base = x
+                            .binary_scalar(Scalar::Float(0.0), Eq, false)?
+                            .binary(&y.binary_scalar(Scalar::Float(0.0), Ge, false)?, LogicalAnd)?;
+                        let t = zero_where(&t, &zero_base)?;
+                        Some(mul(g, &t)?)
+                    } else {
+                        None
+                    };
+                    (ga, gb)
+                }
+                Atan2 => {
+                    let denom = add(&mul(x, x)?, &mul(y, y)?)?;
+                    (
+                        need_a.then(|| div(&mul(g, y)?, &denom)).transpose()?,
+                        need_b
+                            .then(|| div(&neg(&mul(g, x)?)?, &denom))
+                            .transpose()?,
+                    )
+                }
+                Maximum | Minimum => {
+                    // The winner gets the gradient; ties split it evenly (as PyTorch).
+                    let cmp = if op == Maximum { Gt } else { Lt };
+                    let wins_a = x.binary(y, cmp)?;
+                    let ties = x.binary(y, Eq)?;
+                    let half = muls(&mul(g, &ties)?, 0.5)?;
+                    let ga = add(&mul(g, &wins_a)?, &half)?;
+                    let gb = sub(g, &ga)?;
+                    (Some(ga), Some(gb))
+                }
+                Remainder => (
+                    Some(g.clone()),
+                    need_b
+                        .then(|| neg(&mul(g, &x.binary(y, FloorDiv)?)?))
+                        .transpose()?,
+                ),
+                _ => (Some(muls(g, 0.0)?), Some(muls(g, 0.0)?)),
+            };
+            Ok(vec![
+                if need_a {
+                    ga.map(|t| reduce_to(t, &sa, da)).transpose()?
+                } else {
+                    None
+                },
+                if need_b {
+                    gb.map(|t| reduce_to(t, &sb, db)).transpose()?
+                } else {
+                    None
+                },
+            ])
+        }),
+    );
+}
+
+/// Record the node of a unary op if needed.
+pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
+    use UnaryOp::*;
+    if !out.dtype().is_floating_point() || !needs_grad(&[x]) {
+        return;
+    }
+    let name: &'static str = match op {
+        Neg => "NegBackward0",
+        Abs => "AbsBackward0",
+        Sign => "SignBackward0",
+        Exp => "ExpBackward0",
+        Exp2 => "Exp2Backward0",
+        Expm1 => "Expm1Backward0",
+        Log => "LogBackward0",
+        Log2 => "Log2Backward0",
+        Log10 => "Log10Backward0",
+        Log1p => "Log1PBackward0",
+        Sqrt => "SqrtBackward0",
+        Rsqrt => "RsqrtBackward0",
+        Sin => "SinBackward0",
+        Cos => "CosBackward0",
+        Tan => "TanBackward0",
+        Asin => "AsinBackward0",
+        Acos => "AcosBackward0",
+        Atan => "AtanBackward0",
+        Sinh => "SinhBackward0",
+        Cosh => "CoshBackward0",
+        Tanh => "TanhBackward0",
+        Asinh => "AsinhBackward0",
+        Acosh => "AcoshBackward0",
+        Atanh => "AtanhBackward0",
+        Sigmoid => "SigmoidBackward0",
+        Relu => "ReluBackward0",
+        Gelu | GeluTanh => "GeluBackward0",
+        Silu => "SiluBackward0",
+        Softplus => "SoftplusBackward0",
+        Erf => "ErfBackward0",
+        Erfc => "ErfcBackward0",
+        Erfinv => "ErfinvBackward0",
+        Floor => "FloorBackward0",
+        Ceil => "CeilBackward0",
+        Round => "RoundBackward0",
+        Trunc => "TruncBackward0",
+        Frac => "FracBackward0",
+        Reciprocal => "ReciprocalBackward0",
+        Square => "PowBackward0",
+        _ => return,
+    };
+    let dx = x.dtype();
+    let saved_x = SavedTensor::new(x, name);
+    // The output is saved detached (no cycle through its own node); under create_graph the
+    // formula recomputes it from x so that it stays differentiable.
+    let saved_out = SavedTensor::new(&out.detach(), name);
+    record(
+        name,
+        &[x],
+        &[out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None]);
+            };
+            let x = saved_x.get()?;
+            let y = if is_grad_enabled() {
+                x.unary(op)?
+            } else {
+                saved_out.get()?.clone()
+            };
+            let u = |o: UnaryOp| x.unary(o);
+            let gx = match op {
+                Neg => neg(g)?,
+                Abs => mul(g, &u(Sign)?)?,
+                Sign | Floor | Ceil | Round | Trunc => muls(g, 0.0)?,
+                Exp => mul(g, &y)?,
+                Exp2 => muls(&mul(g, &y)?, std::f64::consts::LN_2)?,
+                Expm1 => mul(g, &adds(&y, 1.0)?)?,
+                Log => div(g, x)?,
+                Log2 => div(g, &muls(x, std::f64::consts::LN_2)?)?,
+                Log10 => div(g, &muls(x, std::f64::consts::LN_10)?)?,
+                Log1p => div(g, &adds(x, 1.0)?)?,
+                Sqrt => div(g, &muls(&y, 2.0)?)?,
+                Rsqrt => muls(&mul(g, &mul(&y, &mul(&y, &y)?)?)?, -0.5)?,
+                Sin => mul(g, &u(Cos)?)?,
+                Cos => neg(&mul(g, &u(Sin)?)?)?,
+                Tan => mul(g, &adds(&mul(&y, &y)?, 1.0)?)?,
+                Asin => div(g, &rsubs(&mul(x, x)?, 1.0)?.unary(Sqrt)?)?,
+                Acos => neg(&div(g, &rsubs(&mul(x, x)?, 1.0)?.unary(Sqrt)?)?)?,
+                Atan => div(g, &adds(&mul(x, x)?, 1.0)?)?,
+                Sinh => mul(g, &u(Cosh)?)?,
+                Cosh => mul(g, &u(Sinh)?)?,
+                Tanh => mul(g, &rsubs(&mul(&y, &y)?, 1.0)?)?,
+                Asinh => div(g, &adds(&mul(x, x)?, 1.0)?.unary(Sqrt)?)?,
+                Acosh => div(g, &adds(&mul(x, x)?, -1.0)?.unary(Sqrt)?)?,
+                Atanh => div(g, &rsubs(&mul(x, x)?, 1.0)?)?,
+                Sigmoid => mul(g, &mul(&y, &rsubs(&y, 1.0)?)?)?,
+                Relu => mul(
+                    g,
+                    &x.binary_scalar(Scalar::Float(0.0), BinaryOp::Gt, false)?,
+                )?,
+                Gelu => {
+                    // d/dx x*Phi(x) = Phi(x) + x*phi(x)
+                    let cdf = muls(
+                        &adds(&muls(x, std::f64::consts::FRAC_1_SQRT_2)?.unary(Erf)?, 1.0)?,
+                        0.5,
+                    )?;
+                    let pdf = muls(
+                        &muls(&mul(x, x)?, -0.5)?.unary(Exp)?,
+                        0.398_942_280_401_432_7,
+                    )?;
+                    mul(g, &add(&cdf, &mul(x, &pdf)?)?)?
+                }
+                GeluTanh => {
+                    let k = (2.0 / std::f64::consts::PI).sqrt();
+                    let x2 = mul(x, x)?;
+                    let inner = muls(&add(x, &muls(&mul(&x2, x)?, 0.044715)?)?, k)?;
+                    let t = inner.unary(Tanh)?;
+                    let dinner = muls(&adds(&muls(&x2, 3.0 * 0.044715)?, 1.0)?, k)?;
+                    let left = muls(&adds(&t, 1.0)?, 0.5)?;
+                    let right = mul(&muls(x, 0.5)?, &mul(&rsubs(&mul(&t, &t)?, 1.0)?, &dinner)?)?;
+                    mul(g, &add(&left, &right)?)?
+                }
+                Silu => {
+                    let s = u(Sigmoid)?;
+                    mul(g, &mul(&s, &adds(&mul(x, &rsubs(&s, 1.0)?)?, 1.0)?)?)?
+                }
+                Softplus => mul(g, &u(Sigmoid)?)?,
+                Erf => mul(
+                    g,
+                    &muls(
+                        &neg(&mul(x, x)?)?.unary(Exp)?,
+                        std::f64::consts::FRAC_2_SQRT_PI,
+                    )?,
+                )?,
+                Erfc => neg(&mul(
+                    g,
+                    &muls(
+                        &neg(&mul(x, x)?)?.unary(Exp)?,
+                        std::f64::consts::FRAC_2_SQRT_PI,
+                    )?,
+                )?)?,
+                Erfinv => mul(
+                    g,
+                    &muls(&mul(&y, &y)?.unary(Exp)?, std::f64::consts::PI.sqrt() / 2.0)?,
+                )?,
+                Frac => g.clone(),
+                Reciprocal => neg(&mul(g, &mul(&y, &y)?)?)?,
+                Square => mul(g, &muls(x, 2.0)?)?,
+                _ => unreachable!("filtered above"),
+            };
+            Ok(vec![Some(if gx.dtype() != dx { gx.cast(dx)? } else { gx })])
+        }),
+    );
+}
+
+/// `t` with zeros where `mask` is true (mask has t's shape). Differentiable in `t`.
+fn zero_where(t: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    use crate::cpu::strided;
+    let mask = mask.broadcast_to(t.shape())?;
+    let cd = t.dtype().compute_dtype();
+    let tc = t.to_dtype(cd);
+    let out = crate::with_float_dtype!(
+        cd,
+        T,
+        {
+            let st = tc.storage_slice::<T>()?;
+            let sm = mask.storage_slice::<bool>()?;
+            let v = strided::map2(st, tc.layout(), sm, mask.layout(), |x: T, m: bool| {
+                if m {
+                    0.0 as T
+                } else {
+                    x
+                }
+            });
+            Tensor::from_vec_unchecked(v, t.shape())
+        },
+        return Err(crate::Error::UnsupportedDType {
+            op: "zero_where",
+            dtype: t.dtype()
+        })
+    )
+    .to_dtype(t.dtype());
+    if needs_grad(&[t]) {
+        let mask = mask.clone();
+        record(
+            "WhereBackward0",
+            &[t],
+            &[&out],
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(zero_where(g, &mask)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    Ok(out)
+}
+
+impl Tensor {
+    /// Convert to `dtype`, recording a node when a float tensor that requires grad is cast
+    /// to another float dtype (`Tensor.to(dtype)` in PyTorch).
+    pub fn cast(&self, dtype: crate::DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let out = self.to_dtype(dtype);
+        if dtype.is_floating_point() && needs_grad(&[self]) {
+            let src = self.dtype();
+            record(
+                "ToCopyBackward0",
+                &[self],
+                &[&out],
+                Box::new(move |grads| match &grads[0] {
+                    Some(g) => Ok(vec![Some(g.cast(src)?)]),
+                    None => Ok(vec![None]),
+                }),
+            );
+        }
+        Ok(out)
+    }
+}

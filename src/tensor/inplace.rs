@@ -1,0 +1,171 @@
+//! In-place ops under autograd. An in-place op computes its result out of place from a
+//! snapshot of `self` (so saved tensors keep the old values), writes it into `self`, and
+//! "rebases" `self`'s history onto the new node. When `self` is a view, the base's history
+//! is rebased too (PyTorch's CopySlices), so gradients flow to both.
+
+use super::Tensor;
+use crate::autograd::{needs_grad, record};
+use crate::cpu::strided;
+use crate::layout::Layout;
+use crate::{with_dtype, Error, Result};
+
+impl Tensor {
+    /// Run the in-place form of an op: `f` computes the new value from `self`.
+    pub(crate) fn inplace(
+        &self,
+        others: &[&Tensor],
+        op: &'static str,
+        f: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
+        let mut all: Vec<&Tensor> = vec![self];
+        all.extend_from_slice(others);
+        let base = self.view_base();
+        let base_needs = base.as_ref().map(|b| b.requires_grad()).unwrap_or(false);
+        let base_needs = crate::is_grad_enabled() && base_needs;
+        if !(needs_grad(&all) || base_needs) {
+            let result = crate::no_grad(|| f(self))?;
+            return self.assign_result(result, op);
+        }
+        if self.is_leaf() && self.requires_grad() {
+            return Err(Error::Runtime(format!(
+                "a leaf Variable that requires grad is being used in an in-place operation ({op}_)."
+            )));
+        }
+        if let Some(b) = &base {
+            if b.is_leaf() && b.requires_grad() {
+                return Err(Error::Runtime(format!(
+                    "a view of a leaf Variable that requires grad is being used in an in-place operation ({op}_)."
+                )));
+            }
+        }
+        // Snapshot: same history as `self`, private copy of the data.
+        let snap = self.clone_data();
+        {
+            let (gf, nr) = {
+                let m = self.meta();
+                (m.grad_fn.clone(), m.output_nr)
+            };
+            let mut sm = snap.meta();
+            sm.grad_fn = gf;
+            sm.output_nr = nr;
+        }
+        let result = f(&snap)?;
+        self.assign_result(result.clone(), op)?;
+        match base {
+            Some(b) if b.requires_grad() || result.requires_grad() => self.rebase_view(&b, &result),
+            _ => {
+                let mut m = self.meta();
+                m.grad_fn = result.grad_fn();
+                m.output_nr = result.output_nr();
+                Ok(())
+            }
+        }
+    }
+
+    /// `self` (a view of `base`) was overwritten by `value`: give `base` a CopySlices node
+    /// (gradient outside the view goes to the old base, inside it to `value`) and make `self`
+    /// a view of the new base history.
+    fn rebase_view(&self, base: &Tensor, value: &Tensor) -> Result<()> {
+        if !base.is_contiguous() {
+            return Err(Error::Runtime(
+                "in-place modification of a view of a non-contiguous tensor that requires grad is not supported"
+                    .into(),
+            ));
+        }
+        let rel = Layout {
+            shape: self.layout().shape.clone(),
+            strides: self.layout().strides.clone(),
+            offset: self.storage_offset() - base.storage_offset(),
+        };
+        let base_shape = base.shape().to_vec();
+        let view_of = move |t: &Tensor| -> Tensor { t.contiguous().with_layout(rel.clone()) };
+        let view_of2 = view_of.clone();
+        let value_shape = self.shape().to_vec();
+        let node_name = "CopySlices";
+        // Inputs: the base's old history and the written value.
+        let old_base = base.detach();
+        {
+            let (gf, nr, rg) = {
+                let m = base.meta();
+                (m.grad_fn.clone(), m.output_nr, m.requires_grad)
+            };
+            let mut om = old_base.meta();
+            om.grad_fn = gf;
+            om.output_nr = nr;
+            om.requires_grad = rg;
+        }
+        let base_out = base.detach();
+        record(
+            node_name,
+            &[&old_base, value],
+            &[&base_out],
+            Box::new(move |grads| {
+                let Some(g) = &grads[0] else {
+                    return Ok(vec![None, None]);
+                };
+                let g_base = g.clone_data();
+                crate::no_grad(|| view_of(&g_base).fill_(crate::Scalar::Int(0)))?;
+                let g_val = view_of(g).clone_data().sum_to_shape(&value_shape)?;
+                let _ = &base_shape;
+                Ok(vec![Some(g_base), Some(g_val)])
+            }),
+        );
+        {
+            let mut bm = base.meta();
+            bm.grad_fn = base_out.grad_fn();
+            bm.output_nr = 0;
+        }
+        // The view now derives from the new base history.
+        let v = view_of2(base);
+        let mut m = self.meta();
+        m.grad_fn = v.grad_fn();
+        m.output_nr = v.output_nr();
+        Ok(())
+    }
+
+    /// Copy `src` (broadcast to this shape, cast to this dtype) into `self` in place,
+    /// recording the copy for autograd.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        let dt = self.dtype();
+        self.inplace(&[src], "copy", |_me| {
+            let v = src.cast(dt)?.expand(&shape)?;
+            // A fresh tensor so the result does not alias `src`.
+            Ok(v.contiguous_recorded())
+        })
+    }
+
+    /// `contiguous()` that keeps the autograd history (copies record CloneBackward).
+    pub fn contiguous_recorded(&self) -> Tensor {
+        let out = self.clone_data();
+        if needs_grad(&[self]) {
+            record(
+                "CloneBackward0",
+                &[self],
+                &[&out],
+                Box::new(|grads| Ok(vec![grads[0].clone()])),
+            );
+        }
+        out
+    }
+
+    /// Raw copy without autograd (`src` broadcast to our shape, cast to our dtype).
+    pub(crate) fn copy_raw(&self, src: &Tensor) -> Result<()> {
+        let src = src.to_dtype(self.dtype());
+        let ls = src.layout().broadcast_to("copy_", self.shape())?;
+        // Copy first if the source overlaps our storage, so reads never see our writes.
+        let src = if src.shares_storage(self) {
+            src.clone_data()
+                .with_layout(Layout::contiguous(src.shape()).broadcast_to("copy_", self.shape())?)
+        } else {
+            src.with_layout(ls)
+        };
+        with_dtype!(self.dtype(), T, {
+            let s = src.storage_slice::<T>()?;
+            // SAFETY: `src` no longer aliases our storage (copied above if it did).
+            let d = unsafe { self.storage_slice_mut::<T>()? };
+            strided::zip_assign(d, self.layout(), s, src.layout(), |_, x| x);
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,608 @@
+//! Autograd for the matrix products and linalg functions. Products are all built on one
+//! kernel (`matmul_core`) which records a single node here; the public entry points (matmul,
+//! mm, bmm, mv, dot, addmm, tensordot, einsum...) are compositions of recorded views and that
+//! kernel, so they differentiate automatically.
+
+use super::reduce_grad::{muls, to_dt};
+use super::{BinaryOp, Tensor};
+use crate::autograd::{needs_grad, record, SavedTensor};
+use crate::{no_grad, DType, Result, Scalar};
+
+fn scale(t: Tensor, k: Scalar) -> Result<Tensor> {
+    if k.to_f64() == 1.0 {
+        Ok(t)
+    } else {
+        t.binary_scalar(k, BinaryOp::Mul, false)
+    }
+}
+
+/// Record `out = beta * c + alpha * (a @ b)` (batch dims broadcast; `c` broadcast to out).
+pub(crate) fn record_matmul(
+    a: &Tensor,
+    b: &Tensor,
+    acc: Option<(&Tensor, Scalar, Scalar)>,
+    out: &Tensor,
+) {
+    let mut inputs = vec![a, b];
+    if let Some((c, _, _)) = acc {
+        inputs.push(c);
+    }
+    if !out.dtype().is_floating_point() || !needs_grad(&inputs) {
+        return;
+    }
+    let (na, nb) = (a.ndim(), b.ndim());
+    let name = match (acc.is_some(), na.max(nb)) {
+        (false, 2) => "MmBackward0",
+        (false, 3) if na == nb => "BmmBackward0",
+        (false, _) => "MatmulBackward0",
+        (true, 2) => "AddmmBackward0",
+        (true, _) => "BaddbmmBackward0",
+    };
+    let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
+    let need_c = acc.map(|(c, _, _)| c.requires_grad()).unwrap_or(false);
+    let (beta, alpha) = acc
+        .map(|(_, be, al)| (be, al))
+        .unwrap_or((Scalar::Float(0.0), Scalar::Float(1.0)));
+    let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
+    let (da, db) = (a.dtype(), b.dtype());
+    let c_info = acc.map(|(c, _, _)| (c.shape().to_vec(), c.dtype()));
+    let saved_a = SavedTensor::new(a, name);
+    let saved_b = SavedTensor::new(b, name);
+    record(
+        name,
+        &inputs,
+        &[out],
+        Box::new(move |grads| {
+            let n_in = if c_info.is_some() { 3 } else { 2 };
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None; n_in]);
+            };
+            let mut res = Vec::with_capacity(n_in);
+            res.push(if need_a {
+                let bt = saved_b.get()?.mt()?;
+                let ga = scale(g.matmul(&bt)?, alpha)?.sum_to_shape(&sa)?;
+                Some(to_dt(ga, da)?)
+            } else {
+                None
+            });
+            res.push(if need_b {
+                let at = saved_a.get()?.mt()?;
+                let gb = scale(at.matmul(g)?, alpha)?.sum_to_shape(&sb)?;
+                Some(to_dt(gb, db)?)
+            } else {
+                None
+            });
+            if let Some((sc, dc)) = &c_info {
+                res.push(if need_c {
+                    let gc = if beta.to_f64() == 0.0 {
+                        muls(g, 0.0)?
+                    } else {
+                        scale(g.clone(), beta)?
+                    };
+                    Some(to_dt(gc.sum_to_shape(sc)?, *dc)?)
+                } else {
+                    None
+                });
+            }
+            Ok(res)
+        }),
+    );
+}
+
+// ---------------------------------------------------------------------- helpers
+
+fn neg(a: &Tensor) -> Result<Tensor> {
+    muls(a, -1.0)
+}
+fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Sub)
+}
+fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Add)
+}
+fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Div)
+}
+/// `t[..., None, None]`
+fn unsq2(t: &Tensor) -> Result<Tensor> {
+    t.unsqueeze(-1)?.unsqueeze(-1)
+}
+/// Constant `n x n` mask: 1 on the lower triangle (`diag_val` on the diagonal).
+fn tril_mask(n: usize, diag_val: f64, dt: DType, lower: bool) -> Result<Tensor> {
+    let mut v = vec![0.0f64; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let keep = if lower { j < i } else { j > i };
+            v[i * n + j] = if i == j {
+                diag_val
+            } else if keep {
+                1.0
+            } else {
+                0.0
+            };
+        }
+    }
+    Ok(Tensor::from_vec(v, &[n, n])?.to_dtype(dt))
+}
+fn eye(n: usize, dt: DType) -> Result<Tensor> {
+    let mut v = vec![0.0f64; n * n];
+    for i in 0..n {
+        v[i * n + i] = 1.0;
+    }
+    Ok(Tensor::from_vec(v, &[n, n])?.to_dtype(dt))
+}
+/// Batched diagonal matrices from vectors `(..., n)`.
+fn diag_mat(v: &Tensor) -> Result<Tensor> {
+    let n = v.shape()[v.ndim() - 1];
+    mul(&v.unsqueeze(-1)?, &eye(n, v.dtype())?)
+}
+fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Mul)
+}
+
+fn grads_or_none(n: usize) -> Result<Vec<Option<Tensor>>> {
+    Ok(vec![None; n])
+}
+
+impl Tensor {
+    /// Sum of the main diagonal of a 2-d tensor (integer inputs give int64).
+    pub fn trace(&self) -> Result<Tensor> {
+        let out = no_grad(|| self.trace_raw())?;
+        if needs_grad(&[self]) && self.dtype().is_floating_point() {
+            let s = self.shape().to_vec();
+            let dt = self.dtype();
+            record(
+                "TraceBackward0",
+                &[self],
+                &[&out],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
+                    let n = s[0].min(s[1]);
+                    let mut v = vec![0.0f64; s[0] * s[1]];
+                    for i in 0..n {
+                        v[i * s[1] + i] = 1.0;
+                    }
+                    let m = Tensor::from_vec(v, &s)?.to_dtype(dt);
+                    Ok(vec![Some(mul(&m, g)?)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `linalg.inv`.
+    pub fn linalg_inv(&self) -> Result<Tensor> {
+        let out = no_grad(|| self.linalg_inv_raw())?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgInvExBackward0");
+            let od = SavedTensor::new(&out.detach(), "LinalgInvExBackward0");
+            record(
+                "LinalgInvExBackward0",
+                &[self],
+                &[&out],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
+                    let y = if crate::is_grad_enabled() {
+                        saved.get()?.linalg_inv()?
+                    } else {
+                        od.get()?.clone()
+                    };
+                    let yt = y.mt()?;
+                    Ok(vec![Some(neg(&yt.matmul(g)?.matmul(&yt)?)?)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `linalg.det` (batched). Gradient `g det A^{-T}` (non-singular inputs).
+    pub fn linalg_det(&self) -> Result<Tensor> {
+        let out = no_grad(|| self.linalg_det_raw())?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgDetBackward0");
+            record(
+                "LinalgDetBackward0",
+                &[self],
+                &[&out],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
+                    let a = saved.get()?;
+                    let d = a.linalg_det()?;
+                    let it = a.linalg_inv()?.mt()?;
+                    Ok(vec![Some(mul(&unsq2(&mul(g, &d)?)?, &it)?)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `linalg.slogdet`: `(sign, log|det|)`; `log|det|` has gradient `A^{-T}`.
+    pub fn linalg_slogdet(&self) -> Result<(Tensor, Tensor)> {
+        let (s, l) = no_grad(|| self.linalg_slogdet_raw())?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgSlogdetBackward0");
+            record(
+                "LinalgSlogdetBackward0",
+                &[self],
+                &[&s, &l],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[1] else {
+                        return grads_or_none(1);
+                    };
+                    let it = saved.get()?.linalg_inv()?.mt()?;
+                    Ok(vec![Some(mul(&unsq2(g)?, &it)?)])
+                }),
+            );
+        }
+        Ok((s, l))
+    }
+
+    /// `linalg.solve(A, B, left)`.
+    pub fn linalg_solve(&self, b: &Tensor, left: bool) -> Result<Tensor> {
+        let out = no_grad(|| self.linalg_solve_raw(b, left))?;
+        if needs_grad(&[self, b]) {
+            let vector = b.ndim() == 1
+                || (b.ndim() + 1 == self.ndim() && b.shape() == &self.shape()[..self.ndim() - 1]);
+            let (need_a, need_b) = (self.requires_grad(), b.requires_grad());
+            let (sa, sb) = (self.shape().to_vec(), b.shape().to_vec());
+            let saved_a = SavedTensor::new(self, "LinalgSolveExBackward0");
+            let saved_b = SavedTensor::new(b, "LinalgSolveExBackward0");
+            let od = SavedTensor::new(&out.detach(), "LinalgSolveExBackward0");
+            record(
+                "LinalgSolveExBackward0",
+                &[self, b],
+                &[&out],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(2);
+                    };
+                    let a = saved_a.get()?;
+                    let x = if crate::is_grad_enabled() {
+                        a.linalg_solve(saved_b.get()?, left)?
+                    } else {
+                        od.get()?.clone()
+                    };
+                    let (g, x) = if vector {
+                        (g.unsqueeze(-1)?, x.unsqueeze(-1)?)
+                    } else {
+                        (g.clone(), x)
+                    };
+                    // left: A X = B -> gB = A^{-T} g, gA = -gB X^T
+                    // right: X A = B -> gB = g A^{-T}, gA = -X^T gB
+                    let gb = if left {
+                        a.mt()?.linalg_solve(&g, true)?
+                    } else {
+                        a.mt()?.linalg_solve(&g, false)?
+                    };
+                    let ga = if need_a {
+                        let r = if left {
+                            neg(&gb.matmul(&x.mt()?)?)?
+                        } else {
+                            neg(&x.mt()?.matmul(&gb)?)?
+                        };
+                        Some(r.sum_to_shape(&sa)?)
+                    } else {
+                        None
+                    };
+                    let gbo = if need_b {
+                        let r = if vector { gb.squeeze(Some(&[-1]))? } else { gb };
+                        Some(r.sum_to_shape(&sb)?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gbo])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `linalg.cholesky(A, upper)`.
+    pub fn linalg_cholesky(&self, upper: bool) -> Result<Tensor> {
+        let out = no_grad(|| self.linalg_cholesky_raw(upper))?;
+        if needs_grad(&[self]) {
+            let od = SavedTensor::new(&out.detach(), "LinalgCholeskyExBackward0");
+            let saved = SavedTensor::new(self, "LinalgCholeskyExBackward0");
+            record(
+                "LinalgCholeskyExBackward0",
+                &[self],
+                &[&out],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
+                    let l = if crate::is_grad_enabled() {
+                        saved.get()?.linalg_cholesky(false)?
+                    } else if upper {
+                        od.get()?.mt()?
+                    } else {
+                        od.get()?.clone()
+                    };
+                    let gl = if upper { g.mt()? } else { g.clone() };
+                    let n = l.shape()[l.ndim() - 1];
+                    // phi(L^T gL): lower triangle with the diagonal halved.
+                    let p = mul(&l.mt()?.matmul(&gl)?, &tril_mask(n, 0.5, l.dtype(), true)?)?;
+                    let li = l.linalg_inv()?;
+                    let s = li.mt()?.matmul(&p)?.matmul(&li)?;
+                    Ok(vec![Some(muls(&add(&s, &s.mt()?)?, 0.5)?)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `linalg.eigh(A, UPLO)`; gradients assume distinct eigenvalues.
+    pub fn linalg_eigh(&self, uplo: &str, vectors: bool) -> Result<(Tensor, Tensor)> {
+        let (w, v) = no_grad(|| self.linalg_eigh_raw(uplo, vectors))?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgEighBackward0");
+            let uplo_s = uplo.to_string();
+            record(
+                "LinalgEighBackward0",
+                &[self],
+                &[&w, &v],
+                Box::new(move |grads| {
+                    let (gw, gv) = (&grads[0], grads.get(1).cloned().flatten());
+                    if gw.is_none() && gv.is_none() {
+                        return grads_or_none(1);
+                    }
+                    let (w, v) = saved.get()?.linalg_eigh(&uplo_s, true)?;
+                    let n = w.shape()[w.ndim() - 1];
+                    let dt = w.dtype();
+                    let mut inner = match &gv {
+                        Some(gv) => {
+                            let vg = v.mt()?.matmul(gv)?;
+                            let skew = muls(&sub(&vg, &vg.mt()?)?, 0.5)?;
+                            // E_ij = w_j - w_i, with 1 on the diagonal (skew has 0 there).
+                            let e = sub(&w.unsqueeze(-2)?, &w.unsqueeze(-1)?)?;
+                            let e = add(&e, &eye(n, dt)?)?;
+                            div(&skew, &e)?
+                        }
+                        None => Tensor::zeros(&[n, n], dt),
+                    };
+                    if let Some(gw) = gw {
+                        inner = add(&inner, &diag_mat(gw)?)?;
+                    }
+                    let ga = v.matmul(&inner)?.matmul(&v.mt()?)?;
+                    Ok(vec![Some(ga)])
+                }),
+            );
+        }
+        Ok((w, v))
+    }
+
+    /// `linalg.qr(A, mode)`; gradients for `m >= n` with mode "reduced" (or "complete" when
+    /// square).
+    pub fn linalg_qr(&self, mode: &str) -> Result<(Tensor, Tensor)> {
+        let (q, r) = no_grad(|| self.linalg_qr_raw(mode))?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgQrBackward0");
+            let nd = self.ndim();
+            let (m, n) = (self.shape()[nd - 2], self.shape()[nd - 1]);
+            let ok = m >= n && (mode == "reduced" || m == n);
+            record(
+                "LinalgQrBackward0",
+                &[self],
+                &[&q, &r],
+                Box::new(move |grads| {
+                    let (gq, gr) = (grads[0].clone(), grads.get(1).cloned().flatten());
+                    if gq.is_none() && gr.is_none() {
+                        return grads_or_none(1);
+                    }
+                    if !ok {
+                        return Err(crate::Error::Runtime(
+                            "The derivative of linalg.qr is not implemented when mode='complete' and nrows > ncols, or when nrows < ncols".into(),
+                        ));
+                    }
+                    let (q, r) = saved.get()?.linalg_qr("reduced")?;
+                    let dt = q.dtype();
+                    let gq = gq.unwrap_or_else(|| Tensor::zeros(q.shape(), dt));
+                    let gr = gr.unwrap_or_else(|| Tensor::zeros(r.shape(), dt));
+                    // TensorFlow's QrGrad.
+                    let qdq = q.mt()?.matmul(&gq)?;
+                    let qdq_ = sub(&qdq, &qdq.mt()?)?;
+                    let rdr = r.matmul(&gr.mt()?)?;
+                    let rdr_ = sub(&rdr, &rdr.mt()?)?;
+                    let tril = mul(&add(&qdq_, &rdr_)?, &tril_mask(n, 1.0, dt, true)?)?;
+                    let rit = r.linalg_inv()?.mt()?;
+                    let ga = q.matmul(&add(&gr, &tril.matmul(&rit)?)?)?;
+                    let gb = sub(&gq, &q.matmul(&qdq)?)?.matmul(&rit)?;
+                    Ok(vec![Some(add(&ga, &gb)?)])
+                }),
+            );
+        }
+        Ok((q, r))
+    }
+
+    /// `linalg.svdvals`: singular values, descending. Gradient `U diag(g) Vh`.
+    pub fn linalg_svdvals(&self) -> Result<Tensor> {
+        let out = no_grad(|| self.linalg_svdvals_raw())?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgSvdBackward0");
+            record(
+                "LinalgSvdBackward0",
+                &[self],
+                &[&out],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
+                    let (u, _s, vh) = saved.get()?.linalg_svd(false)?;
+                    Ok(vec![Some(u.matmul(&diag_mat(g)?)?.matmul(&vh)?)])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `linalg.svd(A, full_matrices)`: `(U, S, Vh)`. Gradients (reduced SVD, distinct
+    /// singular values): PyTorch's svd_backward for real inputs.
+    pub fn linalg_svd(&self, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+        let (u, s, vh) = no_grad(|| self.linalg_svd_raw(full_matrices))?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgSvdBackward0");
+            let nd = self.ndim();
+            let (m, n) = (self.shape()[nd - 2], self.shape()[nd - 1]);
+            record(
+                "LinalgSvdBackward0",
+                &[self],
+                &[&u, &s, &vh],
+                Box::new(move |grads| {
+                    let gu = grads[0].clone();
+                    let gs = grads.get(1).cloned().flatten();
+                    let gvh = grads.get(2).cloned().flatten();
+                    if gu.is_none() && gs.is_none() && gvh.is_none() {
+                        return grads_or_none(1);
+                    }
+                    if full_matrices && m != n && (gu.is_some() || gvh.is_some()) {
+                        return Err(crate::Error::Runtime(
+                            "linalg_svd_backward: The singular vectors in the complete SVD are not well-defined. Use full_matrices=False".into(),
+                        ));
+                    }
+                    let (u, s, vh) = saved.get()?.linalg_svd(false)?;
+                    let k = m.min(n);
+                    let dt = s.dtype();
+                    let v = vh.mt()?;
+                    let gu = match gu {
+                        Some(g) if full_matrices => Some(g.narrow(-1, 0, k as i64)?),
+                        x => x,
+                    };
+                    let gv = match gvh {
+                        Some(g) if full_matrices => Some(g.narrow(-2, 0, k as i64)?.mt()?),
+                        Some(g) => Some(g.mt()?),
+                        None => None,
+                    };
+                    if gu.is_none() && gv.is_none() {
+                        let gs = gs.unwrap_or_else(|| Tensor::zeros(s.shape(), dt));
+                        return Ok(vec![Some(u.matmul(&diag_mat(&gs)?)?.matmul(&vh)?)]);
+                    }
+                    // Real case of PyTorch's svd_backward.
+                    let ut_gu = match &gu {
+                        Some(g) => u.mt()?.matmul(g)?,
+                        None => Tensor::zeros(&[k, k], dt),
+                    };
+                    let vt_gv = match &gv {
+                        Some(g) => v.mt()?.matmul(g)?,
+                        None => Tensor::zeros(&[k, k], dt),
+                    };
+                    let s2 = mul(&s, &s)?;
+                    // E_ij = s_j^2 - s_i^2, 1 on the diagonal.
+                    let e = sub(&s2.unsqueeze(-2)?, &s2.unsqueeze(-1)?)?;
+                    let e = add(&e, &eye(k, dt)?)?;
+                    let sym_u = sub(&ut_gu, &ut_gu.mt()?)?; // skew(U^T gU) * 2
+                    let sym_v = sub(&vt_gv, &vt_gv.mt()?)?;
+                    let sc = s.unsqueeze(-1)?; // S as column
+                    let sr = s.unsqueeze(-2)?; // S as row
+                                               // gA core = (skew(UtgU) S + S skew(VtgV)) / E, with skew(X) = (X - X^T)/2 * 2
+                    let mut core = div(&add(&mul(&sym_u, &sr)?, &mul(&sc, &sym_v)?)?, &e)?;
+                    // zero the diagonal (E's diagonal is 1, numerator's diagonal is 0 already)
+                    if let Some(gs) = &gs {
+                        core = add(&core, &diag_mat(gs)?)?;
+                    }
+                    let mut ga = u.matmul(&core)?.matmul(&vh)?;
+                    let inv_s = s.unary(crate::UnaryOp::Reciprocal)?;
+                    if m > k {
+                        if let Some(gu) = &gu {
+                            // (I - U U^T) gU S^{-1} V^T
+                            let proj = sub(gu, &u.matmul(&ut_gu)?)?;
+                            let t = mul(&proj, &inv_s.unsqueeze(-2)?)?;
+                            ga = add(&ga, &t.matmul(&vh)?)?;
+                        }
+                    }
+                    if n > k {
+                        if let Some(gv) = &gv {
+                            // U S^{-1} gV^T (I - V V^T)
+                            let proj = sub(gv, &v.matmul(&vt_gv)?)?;
+                            let t = mul(&u, &inv_s.unsqueeze(-2)?)?;
+                            ga = add(&ga, &t.matmul(&proj.mt()?)?)?;
+                        }
+                    }
+                    Ok(vec![Some(ga)])
+                }),
+            );
+        }
+        Ok((u, s, vh))
+    }
+
+    /// `linalg.vector_norm(x, ord, dim, keepdim)`.
+    pub fn linalg_vector_norm(
+        &self,
+        ord: f64,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let out = no_grad(|| self.linalg_vector_norm_raw(ord, dims, keepdim))?;
+        self.record_norm(ord, dims, keepdim, &out)?;
+        Ok(out)
+    }
+}
+
+impl Tensor {
+    /// `linalg.lstsq(A, B)`. The solution is differentiable for full-column-rank `A`
+    /// (`m >= n`); residuals, rank and singular values record nothing.
+    pub fn linalg_lstsq(
+        &self,
+        b: &Tensor,
+        rcond: Option<f64>,
+        driver: Option<&str>,
+    ) -> Result<super::Lstsq> {
+        let r = no_grad(|| self.linalg_lstsq_raw(b, rcond, driver))?;
+        if needs_grad(&[self, b]) && r.solution.dtype().is_floating_point() {
+            let vector = b.ndim() + 1 == self.ndim();
+            let nd = self.ndim();
+            let (m, n) = (self.shape()[nd - 2], self.shape()[nd - 1]);
+            let (need_a, need_b) = (self.requires_grad(), b.requires_grad());
+            let (sa, sb) = (self.shape().to_vec(), b.shape().to_vec());
+            let saved_a = SavedTensor::new(self, "LinalgLstsqBackward0");
+            let saved_b = SavedTensor::new(b, "LinalgLstsqBackward0");
+            let od = SavedTensor::new(&r.solution.detach(), "LinalgLstsqBackward0");
+            record(
+                "LinalgLstsqBackward0",
+                &[self, b],
+                &[&r.solution],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(2);
+                    };
+                    if m < n {
+                        return Err(crate::Error::Runtime(
+                            "linalg.lstsq: the derivative is only implemented for inputs with at least as many rows as columns".into(),
+                        ));
+                    }
+                    let a = saved_a.get()?;
+                    let bm = saved_b.get()?;
+                    let x = od.get()?.clone();
+                    let (g, x, bm) = if vector {
+                        (g.unsqueeze(-1)?, x.unsqueeze(-1)?, bm.unsqueeze(-1)?)
+                    } else {
+                        (g.clone(), x, bm.clone())
+                    };
+                    let p = a.mt()?.matmul(a)?;
+                    let z = p.linalg_solve(&g, true)?;
+                    let ga = if need_a {
+                        let res = sub(&bm, &a.matmul(&x)?)?;
+                        let t = sub(&res.matmul(&z.mt()?)?, &a.matmul(&z)?.matmul(&x.mt()?)?)?;
+                        Some(t.sum_to_shape(&sa)?)
+                    } else {
+                        None
+                    };
+                    let gb = if need_b {
+                        let t = a.matmul(&z)?;
+                        let t = if vector { t.squeeze(Some(&[-1]))? } else { t };
+                        Some(t.sum_to_shape(&sb)?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
+                }),
+            );
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,643 @@
+//! Autograd for reductions, scans, softmax and sort-like ops: each public entry point runs the
+//! kernel (`*_raw` in reduce.rs / sort.rs) with recording off and records one node whose
+//! backward is written with public, differentiable Tensor ops (so `create_graph` works).
+
+use super::reduce::reduce_mask;
+use super::{BinaryOp, Tensor, UnaryOp};
+use crate::autograd::{is_grad_enabled, needs_grad, record, SavedTensor};
+use crate::{no_grad, DType, Result, Scalar};
+
+pub(crate) fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Mul)
+}
+pub(crate) fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Div)
+}
+pub(crate) fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Sub)
+}
+pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Add)
+}
+pub(crate) fn muls(a: &Tensor, k: f64) -> Result<Tensor> {
+    a.binary_scalar(Scalar::Float(k), BinaryOp::Mul, false)
+}
+/// 1.0 where `a == b`, else 0.0, in `dt` (a constant: no history).
+fn eq_mask(a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
+    no_grad(|| a.binary(b, BinaryOp::Eq)?.cast(dt))
+}
+/// Cast `g` to `dt` when it differs.
+pub(crate) fn to_dt(g: Tensor, dt: DType) -> Result<Tensor> {
+    if g.dtype() == dt {
+        Ok(g)
+    } else {
+        g.cast(dt)
+    }
+}
+
+fn keep_shape(in_shape: &[usize], mask: &[bool]) -> Vec<i64> {
+    in_shape
+        .iter()
+        .zip(mask)
+        .map(|(&s, &m)| if m { 1 } else { s as i64 })
+        .collect()
+}
+
+/// A reduced tensor (keepdim or not) broadcast back to `in_shape`.
+fn unreduce(g: &Tensor, in_shape: &[usize], mask: &[bool]) -> Result<Tensor> {
+    g.reshape(&keep_shape(in_shape, mask))?.expand_to(in_shape)
+}
+
+/// A reduced tensor reshaped to keepdim form (no expansion).
+fn keepdim_form(g: &Tensor, in_shape: &[usize], mask: &[bool]) -> Result<Tensor> {
+    g.reshape(&keep_shape(in_shape, mask))
+}
+
+fn reduced_count(in_shape: &[usize], mask: &[bool]) -> usize {
+    in_shape
+        .iter()
+        .zip(mask)
+        .filter(|(_, &m)| m)
+        .map(|(&s, _)| s)
+        .product()
+}
+
+/// Record a one-input, one-output node when needed.
+fn record1(
+    name: &'static str,
+    x: &Tensor,
+    out: &Tensor,
+    f: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static,
+) {
+    if !needs_grad(&[x]) || !out.dtype().is_floating_point() || !x.dtype().is_floating_point() {
+        return;
+    }
+    let dt = x.dtype();
+    record(
+        name,
+        &[x],
+        &[out],
+        Box::new(move |grads| match &grads[0] {
+            Some(g) => Ok(vec![Some(to_dt(f(g)?, dt)?)]),
+            None => Ok(vec![None]),
+        }),
+    );
+}
+
+/// Record the node of an op returning (values, indices) whose gradient goes to the index
+/// positions along `d` (indices in keepdim form, same shape as the keepdim values).
+fn record_indexed(
+    name: &'static str,
+    x: &Tensor,
+    vals: &Tensor,
+    idx: &Tensor,
+    d: usize,
+    keep: Vec<i64>,
+) {
+    if !needs_grad(&[x]) || !x.dtype().is_floating_point() {
+        return;
+    }
+    let in_shape = x.shape().to_vec();
+    let idx_out = idx.clone();
+    let idx = idx.detach();
+    let dt = x.dtype();
+    let nd = x.ndim();
+    record(
+        name,
+        &[x],
+        &[vals, &idx_out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None]);
+            };
+            if nd == 0 {
+                return Ok(vec![Some(to_dt(g.reshape(&[])?, dt)?)]);
+            }
+            let gk = g.reshape(&keep)?;
+            let ik = idx.reshape(&keep)?;
+            let r = scatter_zeros(&gk, d, &ik, &in_shape)?;
+            Ok(vec![Some(to_dt(r, dt)?)])
+        }),
+    );
+}
+
+/// Zeros of `shape` with `src` added at `index` along `d` (differentiable in `src`).
+pub(crate) fn scatter_zeros(
+    src: &Tensor,
+    d: usize,
+    index: &Tensor,
+    shape: &[usize],
+) -> Result<Tensor> {
+    let z = Tensor::zeros(shape, src.dtype());
+    no_grad(|| z.scatter_add_(d as i64, index, &src.contiguous()))?;
+    if needs_grad(&[src]) {
+        let index = index.clone();
+        record(
+            "ScatterAddBackward0",
+            &[src],
+            &[&z],
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(gather_rec(g, d, &index)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    Ok(z)
+}
+
+/// `x.gather(d, index)` recorded (backward: scatter_add into zeros).
+pub(crate) fn gather_rec(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
+    let out = no_grad(|| x.gather(d as i64, index))?;
+    if needs_grad(&[x]) {
+        let index = index.clone();
+        let shape = x.shape().to_vec();
+        record(
+            "GatherBackward0",
+            &[x],
+            &[&out],
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(scatter_zeros(g, d, &index, &shape)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    Ok(out)
+}
+
+/// Gradient of max/min-like reductions: split evenly among the elements equal to the result.
+fn evenly(g: &Tensor, x: &Tensor, y: &Tensor, in_shape: &[usize], mask: &[bool]) -> Result<Tensor> {
+    let m = eq_mask(x, &unreduce(y, in_shape, mask)?, x.dtype().compute_dtype())?;
+    let dims: Vec<i64> = (0..mask.len())
+        .filter(|&i| mask[i])
+        .map(|i| i as i64)
+        .collect();
+    let cnt = no_grad(|| m.sum(Some(&dims), true, None))?;
+    let w = no_grad(|| div(&m, &cnt))?;
+    mul(&unreduce(g, in_shape, mask)?, &w)
+}
+
+/// `sum(g, d, keepdim) - cumsum(g, d) + g`: the reversed cumulative sum along `d`.
+fn rev_cumsum(g: &Tensor, d: i64) -> Result<Tensor> {
+    let total = g.sum(Some(&[d]), true, None)?;
+    add(&sub(&total, &g.cumsum(d, None)?)?, g)
+}
+
+impl Tensor {
+    /// Sum over `dims` (all when `None`). Integer and bool inputs give int64 unless `dtype`
+    /// says otherwise; `dtype` casts the input first, as in PyTorch.
+    pub fn sum(&self, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+        let out = no_grad(|| self.sum_raw(dims, keepdim, dtype))?;
+        if needs_grad(&[self]) {
+            let mask = reduce_mask(self.ndim(), dims)?;
+            let s = self.shape().to_vec();
+            let name = if dims.is_none() {
+                "SumBackward0"
+            } else {
+                "SumBackward1"
+            };
+            record1(name, self, &out, move |g| unreduce(g, &s, &mask));
+        }
+        Ok(out)
+    }
+
+    /// Mean over `dims`; floating-point input (or `dtype`) only, like PyTorch.
+    pub fn mean(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
+        let out = no_grad(|| self.mean_raw(dims, keepdim, dtype))?;
+        if needs_grad(&[self]) {
+            let mask = reduce_mask(self.ndim(), dims)?;
+            let s = self.shape().to_vec();
+            let n = reduced_count(&s, &mask) as f64;
+            let name = if dims.is_none() {
+                "MeanBackward0"
+            } else {
+                "MeanBackward1"
+            };
+            record1(name, self, &out, move |g| {
+                muls(&unreduce(g, &s, &mask)?, 1.0 / n)
+            });
+        }
+        Ok(out)
+    }
+
+    /// Product over `dims`; integer and bool inputs give int64 unless `dtype` is given.
+    /// Gradient: `g * prod / x` (exact when no input is zero).
+    pub fn prod(
+        &self,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
+        let out = no_grad(|| self.prod_raw(dims, keepdim, dtype))?;
+        if needs_grad(&[self]) && self.dtype().is_floating_point() {
+            let mask = reduce_mask(self.ndim(), dims)?;
+            let s = self.shape().to_vec();
+            let saved = SavedTensor::new(self, "ProdBackward0");
+            let od = SavedTensor::new(&out.detach(), "ProdBackward0");
+            let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
+            record1("ProdBackward0", self, &out, move |g| {
+                let x = saved.get()?;
+                let y = if is_grad_enabled() {
+                    x.prod(dims_v.as_deref(), keepdim, dtype)?
+                } else {
+                    od.get()?.clone()
+                };
+                let gy = mul(&unreduce(g, &s, &mask)?, &unreduce(&y, &s, &mask)?)?;
+                div(&gy, &to_dt(x.clone(), gy.dtype())?)
+            });
+        }
+        Ok(out)
+    }
+
+    /// Largest element as a 0-d tensor (NaN if any element is NaN).
+    pub fn max_all(&self) -> Result<Tensor> {
+        let out = no_grad(|| self.max_all_raw())?;
+        self.record_extremum("MaxBackward1", None, false, &out)?;
+        Ok(out)
+    }
+
+    /// Smallest element as a 0-d tensor (NaN if any element is NaN).
+    pub fn min_all(&self) -> Result<Tensor> {
+        let out = no_grad(|| self.min_all_raw())?;
+        self.record_extremum("MinBackward1", None, false, &out)?;
+        Ok(out)
+    }
+
+    /// Max over `dims` (all when `None`), NaN-propagating.
+    pub fn amax(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let out = no_grad(|| self.amax_raw(dims, keepdim))?;
+        self.record_extremum("AmaxBackward0", dims, keepdim, &out)?;
+        Ok(out)
+    }
+
+    /// Min over `dims` (all when `None`), NaN-propagating.
+    pub fn amin(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let out = no_grad(|| self.amin_raw(dims, keepdim))?;
+        self.record_extremum("AminBackward0", dims, keepdim, &out)?;
+        Ok(out)
+    }
+
+    fn record_extremum(
+        &self,
+        name: &'static str,
+        dims: Option<&[i64]>,
+        _keepdim: bool,
+        out: &Tensor,
+    ) -> Result<()> {
+        if !needs_grad(&[self]) {
+            return Ok(());
+        }
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let s = self.shape().to_vec();
+        let saved = SavedTensor::new(self, name);
+        let od = out.detach();
+        record1(name, self, out, move |g| {
+            evenly(g, saved.get()?, &od, &s, &mask)
+        });
+        Ok(())
+    }
+
+    /// `max(dim)`: values and (first-occurrence) indices along `dim`.
+    pub fn max_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (v, i) = no_grad(|| self.max_dim_raw(dim, keepdim))?;
+        self.record_dim_indexed("MaxBackward0", dim, &v, &i)?;
+        Ok((v, i))
+    }
+
+    /// `min(dim)`: values and (first-occurrence) indices along `dim`.
+    pub fn min_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (v, i) = no_grad(|| self.min_dim_raw(dim, keepdim))?;
+        self.record_dim_indexed("MinBackward0", dim, &v, &i)?;
+        Ok((v, i))
+    }
+
+    /// Record a (values, indices) reduction over one dim (max/min/kthvalue/median/mode).
+    pub(crate) fn record_dim_indexed(
+        &self,
+        name: &'static str,
+        dim: i64,
+        v: &Tensor,
+        i: &Tensor,
+    ) -> Result<()> {
+        if !needs_grad(&[self]) {
+            return Ok(());
+        }
+        let nd = self.ndim();
+        let d = if nd == 0 { 0 } else { self.dim(dim)? };
+        let mut keep: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        if nd > 0 {
+            keep[d] = 1;
+        }
+        record_indexed(name, self, v, i, d, keep);
+        Ok(())
+    }
+
+    /// Record a (values, indices) op whose outputs keep all dims (sort, topk).
+    pub(crate) fn record_sorted(
+        &self,
+        name: &'static str,
+        dim: i64,
+        v: &Tensor,
+        i: &Tensor,
+    ) -> Result<()> {
+        if !needs_grad(&[self]) {
+            return Ok(());
+        }
+        let d = if self.ndim() == 0 { 0 } else { self.dim(dim)? };
+        let keep: Vec<i64> = v.shape().iter().map(|&s| s as i64).collect();
+        record_indexed(name, self, v, i, d, keep);
+        Ok(())
+    }
+
+    /// Variance over `dims` with `correction` (1 = unbiased, Bessel's correction).
+    pub fn var(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        let out = no_grad(|| self.var_raw(dims, correction, keepdim))?;
+        if needs_grad(&[self]) {
+            let mask = reduce_mask(self.ndim(), dims)?;
+            let s = self.shape().to_vec();
+            let n = reduced_count(&s, &mask) as f64;
+            let saved = SavedTensor::new(self, "VarBackward0");
+            let dims_v: Vec<i64> = (0..mask.len())
+                .filter(|&i| mask[i])
+                .map(|i| i as i64)
+                .collect();
+            record1("VarBackward0", self, &out, move |g| {
+                let x = saved.get()?;
+                let c = sub(x, &x.mean(Some(&dims_v), true, None)?)?;
+                let k = 2.0 / (n - correction);
+                mul(&unreduce(g, &s, &mask)?, &muls(&c, k)?)
+            });
+        }
+        Ok(out)
+    }
+
+    /// Standard deviation over `dims` with `correction`.
+    pub fn std(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        let out = no_grad(|| self.std_raw(dims, correction, keepdim))?;
+        if needs_grad(&[self]) {
+            let mask = reduce_mask(self.ndim(), dims)?;
+            let s = self.shape().to_vec();
+            let n = reduced_count(&s, &mask) as f64;
+            let saved = SavedTensor::new(self, "StdBackward0");
+            let od = SavedTensor::new(&out.detach(), "StdBackward0");
+            let dims_v: Vec<i64> = (0..mask.len())
+                .filter(|&i| mask[i])
+                .map(|i| i as i64)
+                .collect();
+            record1("StdBackward0", self, &out, move |g| {
+                let x = saved.get()?;
+                let y = if is_grad_enabled() {
+                    x.std(Some(&dims_v), correction, true)?
+                } else {
+                    keepdim_form(od.get()?, &s, &mask)?
+                };
+                let c = sub(x, &x.mean(Some(&dims_v), true, None)?)?;
+                let den = muls(&y, n - correction)?;
+                mul(&unreduce(g, &s, &mask)?, &div(&c, &den)?)
+            });
+        }
+        Ok(out)
+    }
+
+    /// Vector p-norm over `dims` (all when `None`): p = 2 is also the Frobenius norm,
+    /// `f64::INFINITY`/`NEG_INFINITY` give max/min |x|, 0 counts non-zeros.
+    pub fn norm(
+        &self,
+        p: f64,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<Tensor> {
+        let out = no_grad(|| self.norm_raw(p, dims, keepdim, dtype))?;
+        self.record_norm(p, dims, keepdim, &out)?;
+        Ok(out)
+    }
+
+    /// Record the node of a vector p-norm (`norm`, `linalg.vector_norm`).
+    pub(crate) fn record_norm(
+        &self,
+        p: f64,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<()> {
+        if needs_grad(&[self]) {
+            let mask = reduce_mask(self.ndim(), dims)?;
+            let s = self.shape().to_vec();
+            let saved = SavedTensor::new(self, "NormBackward1");
+            let od = SavedTensor::new(&out.detach(), "NormBackward1");
+            let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
+            let odt = out.dtype();
+            record1("NormBackward1", self, out, move |g| {
+                let x = to_dt(saved.get()?.clone(), odt)?;
+                if p == 0.0 {
+                    return muls(&unreduce(g, &s, &mask)?, 0.0);
+                }
+                let sign = x.unary(UnaryOp::Sign)?;
+                let gu = unreduce(g, &s, &mask)?;
+                if p == 1.0 {
+                    return mul(&gu, &sign);
+                }
+                let y = if is_grad_enabled() {
+                    x.norm(p, dims_v.as_deref(), keepdim, None)?
+                } else {
+                    od.get()?.clone()
+                };
+                if p.is_infinite() {
+                    let ax = x.unary(UnaryOp::Abs)?;
+                    return mul(&evenly(g, &ax, &y, &s, &mask)?, &sign);
+                }
+                let yu = unreduce(&y, &s, &mask)?;
+                // Where the norm is 0 the gradient is taken as 0 (x is 0 there too).
+                let zero = eq_mask(&yu, &Tensor::zeros(&[], yu.dtype()), yu.dtype())?;
+                if p == 2.0 {
+                    let den = add(&yu, &zero)?;
+                    return mul(&gu, &div(&x, &den)?);
+                }
+                // g * x |x|^(p-2) / y^(p-1)
+                let ax = x.unary(UnaryOp::Abs)?;
+                let num = mul(
+                    &sign,
+                    &ax.binary_scalar(Scalar::Float(p - 1.0), BinaryOp::Pow, false)?,
+                )?;
+                let den = add(
+                    &yu.binary_scalar(Scalar::Float(p - 1.0), BinaryOp::Pow, false)?,
+                    &zero,
+                )?;
+                mul(&gu, &div(&num, &den)?)
+            });
+        }
+        Ok(())
+    }
+
+    /// `log(sum(exp(x)))` over `dims`, computed stably. Integers are promoted to the default
+    /// float dtype.
+    pub fn logsumexp(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let out = no_grad(|| self.logsumexp_raw(dims, keepdim))?;
+        if needs_grad(&[self]) {
+            let mask = reduce_mask(self.ndim(), dims)?;
+            let s = self.shape().to_vec();
+            let saved = SavedTensor::new(self, "LogsumexpBackward0");
+            let od = SavedTensor::new(&out.detach(), "LogsumexpBackward0");
+            let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
+            record1("LogsumexpBackward0", self, &out, move |g| {
+                let x = saved.get()?;
+                let y = if is_grad_enabled() {
+                    x.logsumexp(dims_v.as_deref(), keepdim)?
+                } else {
+                    od.get()?.clone()
+                };
+                let e = sub(x, &unreduce(&y, &s, &mask)?)?.unary(UnaryOp::Exp)?;
+                mul(&unreduce(g, &s, &mask)?, &e)
+            });
+        }
+        Ok(out)
+    }
+
+    /// Cumulative sum along `dim` (integers and bools give int64 unless `dtype` is given).
+    pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        let out = no_grad(|| self.cumsum_raw(dim, dtype))?;
+        if needs_grad(&[self]) {
+            let nd = self.ndim();
+            record1("CumsumBackward0", self, &out, move |g| {
+                if nd == 0 {
+                    return Ok(g.clone());
+                }
+                rev_cumsum(g, dim)
+            });
+        }
+        Ok(out)
+    }
+
+    /// Cumulative product along `dim`. Gradient exact when no input is zero.
+    pub fn cumprod(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        let out = no_grad(|| self.cumprod_raw(dim, dtype))?;
+        if needs_grad(&[self]) && self.dtype().is_floating_point() {
+            let nd = self.ndim();
+            let saved = SavedTensor::new(self, "CumprodBackward0");
+            let od = SavedTensor::new(&out.detach(), "CumprodBackward0");
+            record1("CumprodBackward0", self, &out, move |g| {
+                if nd == 0 {
+                    return Ok(g.clone());
+                }
+                let x = saved.get()?;
+                let y = if is_grad_enabled() {
+                    x.cumprod(dim, dtype)?
+                } else {
+                    od.get()?.clone()
+                };
+                let r = rev_cumsum(&mul(g, &y)?, dim)?;
+                div(&r, &to_dt(x.clone(), r.dtype())?)
+            });
+        }
+        Ok(out)
+    }
+
+    /// Softmax along `dim` (numerically stable; `dtype` casts the input first).
+    pub fn softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        let out = no_grad(|| self.softmax_raw(dim, dtype))?;
+        self.record_softmax(dim, dtype, false, &out);
+        Ok(out)
+    }
+
+    /// Log-softmax along `dim`.
+    pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        let out = no_grad(|| self.log_softmax_raw(dim, dtype))?;
+        self.record_softmax(dim, dtype, true, &out);
+        Ok(out)
+    }
+
+    fn record_softmax(&self, dim: i64, dtype: Option<DType>, log: bool, out: &Tensor) {
+        if !needs_grad(&[self]) {
+            return;
+        }
+        let name = if log {
+            "LogSoftmaxBackward0"
+        } else {
+            "SoftmaxBackward0"
+        };
+        let saved = SavedTensor::new(self, name);
+        let od = SavedTensor::new(&out.detach(), name);
+        let nd = self.ndim();
+        record1(name, self, out, move |g| {
+            if nd == 0 {
+                return muls(g, 0.0);
+            }
+            let y = if is_grad_enabled() {
+                let x = saved.get()?;
+                if log {
+                    x.log_softmax(dim, dtype)?
+                } else {
+                    x.softmax(dim, dtype)?
+                }
+            } else {
+                od.get()?.clone()
+            };
+            if log {
+                let s = g.sum(Some(&[dim]), true, None)?;
+                sub(g, &mul(&y.unary(UnaryOp::Exp)?, &s)?)
+            } else {
+                let gy = mul(g, &y)?;
+                let s = gy.sum(Some(&[dim]), true, None)?;
+                sub(&gy, &mul(&y, &s)?)
+            }
+        });
+    }
+}
+
+// ---------------------------------------------------------------------- sort family
+
+impl Tensor {
+    /// Sort along `dim`; returns (values, indices). Ties keep their original order.
+    pub fn sort(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        let (v, i) = no_grad(|| self.sort_raw(dim, descending))?;
+        self.record_sorted("SortBackward0", dim, &v, &i)?;
+        Ok((v, i))
+    }
+
+    /// The `k` largest (or smallest) elements along `dim`, sorted, with their indices.
+    pub fn topk(&self, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+        let (v, i) = no_grad(|| self.topk_raw(k, dim, largest))?;
+        self.record_sorted("TopkBackward0", dim, &v, &i)?;
+        Ok((v, i))
+    }
+
+    /// The `k`-th smallest element (1-based) along `dim` and its index.
+    pub fn kthvalue(&self, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (v, i) = no_grad(|| self.kthvalue_raw(k, dim, keepdim))?;
+        self.record_dim_indexed("KthvalueBackward0", dim, &v, &i)?;
+        Ok((v, i))
+    }
+
+    /// Lower median of all elements (NaN if any is NaN), as a 0-d tensor.
+    pub fn median_all(&self) -> Result<Tensor> {
+        let out = no_grad(|| self.median_all_raw())?;
+        self.record_extremum("MedianBackward0", None, false, &out)?;
+        Ok(out)
+    }
+
+    /// Lower median along `dim` and its index.
+    pub fn median_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (v, i) = no_grad(|| self.median_dim_raw(dim, keepdim))?;
+        self.record_dim_indexed("MedianBackward1", dim, &v, &i)?;
+        Ok((v, i))
+    }
+
+    /// Lower median of the non-NaN elements along `dim`, and its index.
+    pub fn nanmedian_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (v, i) = no_grad(|| self.nanmedian_dim_raw(dim, keepdim))?;
+        self.record_dim_indexed("NanmedianBackward1", dim, &v, &i)?;
+        Ok((v, i))
+    }
+
+    /// Most frequent value along `dim` and the index of its last occurrence.
+    pub fn mode(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (v, i) = no_grad(|| self.mode_raw(dim, keepdim))?;
+        self.record_dim_indexed("ModeBackward0", dim, &v, &i)?;
+        Ok((v, i))
+    }
+}

@@ -1,0 +1,105 @@
+"""ferrotorch.save / ferrotorch.load: safetensors-based checkpoints that never run code."""
+
+import io
+import struct
+
+import numpy as np
+import pytest
+
+import ferrotorch as ft
+
+
+def roundtrip(obj):
+    buf = io.BytesIO()
+    ft.save(obj, buf)
+    buf.seek(0)
+    return ft.load(buf)
+
+
+@pytest.mark.parametrize("dtype", [ft.float32, ft.float64, ft.float16, ft.bfloat16, ft.int64,
+                                   ft.int32, ft.int16, ft.int8, ft.uint8, ft.bool])
+def test_tensor_roundtrip_every_dtype(dtype):
+    a = ft.tensor(np.arange(12).reshape(3, 4) % 5, dtype=dtype)
+    b = roundtrip(a)
+    assert b.dtype == dtype and b.shape == (3, 4)
+    assert b.float().tolist() == a.float().tolist()
+
+
+def test_zero_d_empty_and_noncontiguous():
+    assert roundtrip(ft.tensor(3.5)).item() == 3.5
+    assert roundtrip(ft.tensor(np.zeros((0, 3), np.float32))).shape == (0, 3)
+    t = ft.tensor(np.arange(6.0).reshape(2, 3)).transpose(0, 1)
+    np.testing.assert_array_equal(roundtrip(t).numpy(), t.numpy())
+
+
+def test_nested_containers_and_plain_values(tmp_path):
+    obj = {"step": 7, "lr": 0.1, "name": "adam", "flag": True, "none": None,
+           "inf": float("inf"), "nested": [ft.tensor([1, 2]), (ft.tensor(1.0), 3)],
+           5: "int key"}
+    p = tmp_path / "ckpt.ft"
+    ft.save(obj, p)
+    back = ft.load(p)
+    assert back["step"] == 7 and back["lr"] == 0.1 and back["name"] == "adam"
+    assert back["flag"] is True and back["none"] is None and back["inf"] == float("inf")
+    assert back["nested"][0].tolist() == [1, 2]
+    assert isinstance(back["nested"][1], tuple) and back["nested"][1][1] == 3
+    assert back[5] == "int key"
+
+
+def test_module_and_optimizer_state_dict_roundtrip():
+    model = ft.nn.Sequential(ft.nn.Linear(4, 3), ft.nn.ReLU(), ft.nn.Linear(3, 2))
+    opt = ft.optim.Adam(model.parameters(), lr=1e-2)
+    x = ft.tensor(np.random.default_rng(0).standard_normal((5, 4)), dtype=ft.float32)
+    model(x).sum().backward()
+    opt.step()
+    sd = roundtrip(model.state_dict())
+    assert list(sd.keys()) == list(model.state_dict().keys())
+    model2 = ft.nn.Sequential(ft.nn.Linear(4, 3), ft.nn.ReLU(), ft.nn.Linear(3, 2))
+    model2.load_state_dict(sd)
+    np.testing.assert_array_equal(model2(x).detach().numpy(), model(x).detach().numpy())
+    osd = roundtrip(opt.state_dict())
+    opt2 = ft.optim.Adam(model2.parameters(), lr=1e-2)
+    opt2.load_state_dict(osd)
+    assert opt2.state_dict()["param_groups"][0]["lr"] == 1e-2
+
+
+def test_checkpoint_opens_with_safetensors_package(tmp_path):
+    from safetensors.numpy import load_file
+
+    p = tmp_path / "w.safetensors"
+    ft.save({"w": ft.tensor([[1.0, 2.0]]), "b": ft.tensor([3.0])}, p)
+    arrays = load_file(str(p))
+    assert sorted(a.shape for a in arrays.values()) == [(1,), (1, 2)]
+
+
+def test_foreign_safetensors_file_loads_as_state_dict(tmp_path):
+    from safetensors.numpy import save_file
+
+    p = tmp_path / "foreign.safetensors"
+    save_file({"layer.weight": np.eye(2, dtype=np.float32),
+               "layer.bias": np.zeros(2, np.float32)}, str(p))
+    sd = ft.load(p)
+    assert set(sd) == {"layer.weight", "layer.bias"}
+    assert sd["layer.weight"].tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_malformed_files_get_clear_errors(tmp_path):
+    buf = io.BytesIO()
+    ft.save({"a": ft.tensor(np.arange(100.0))}, buf)
+    data = buf.getvalue()
+    with pytest.raises(RuntimeError, match="truncated"):
+        ft.load(io.BytesIO(data[:4]))
+    with pytest.raises(RuntimeError):
+        ft.load(io.BytesIO(data[: len(data) // 2]))
+    huge = struct.pack("<Q", 1 << 40) + data[8:]
+    with pytest.raises(RuntimeError, match="invalid or truncated"):
+        ft.load(io.BytesIO(huge))
+    n = struct.unpack("<Q", data[:8])[0]
+    garbled = data[:8] + b"{" * n + data[8 + n:]
+    with pytest.raises(RuntimeError, match="corrupted"):
+        ft.load(io.BytesIO(garbled))
+
+
+def test_unsupported_objects_are_refused():
+    with pytest.raises(TypeError, match="cannot store"):
+        ft.save({"f": lambda x: x}, io.BytesIO())
