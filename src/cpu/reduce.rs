@@ -16,7 +16,7 @@
 
 use crate::cpu::strided::{chunk_len, coalesce, Coalesced, PAR_THRESHOLD};
 use crate::layout::{Dims, Layout};
-use crate::{Element, FloatElement};
+use crate::{DType, Element, FloatElement};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
@@ -386,12 +386,13 @@ impl<T: Bounded, const MAX: bool> Reducer<T> for Extremum<MAX> {
     #[inline(always)]
     fn step(&self, a: T, x: T, _: usize) -> T {
         if MAX {
-            if x > a || is_nan(x) {
+            // `|` (not `||`): both sides are cheap, and a select vectorizes better.
+            if (x > a) | is_nan(x) {
                 x
             } else {
                 a
             }
-        } else if x < a || is_nan(x) {
+        } else if (x < a) | is_nan(x) {
             x
         } else {
             a
@@ -486,6 +487,26 @@ impl<T: Bounded, const MAX: bool> Reducer<T> for ArgExtremum<MAX> {
     #[inline(always)]
     fn finish(&self, a: (T, i64), _: usize) -> (T, i64) {
         (a.0, a.1.max(0))
+    }
+    /// Blocks: a vectorized (NaN-propagating) max of each block, and a search for the first
+    /// position of that value only in blocks that beat the best so far. Same result as the
+    /// element-by-element fold, at close to the cost of `amax`.
+    #[inline(always)]
+    fn fold_slice(&self, acc: (T, i64), xs: &[T], i0: usize) -> (T, i64) {
+        const BLOCK: usize = 1024;
+        let mut best = acc;
+        for (b, blk) in xs.chunks(BLOCK).enumerate() {
+            let m = Extremum::<MAX>.fold_slice(Reducer::<T>::init(&Extremum::<MAX>), blk, 0);
+            if best.1 < 0 || better::<T, MAX>(m, best.0) {
+                let pos = if is_nan(m) {
+                    blk.iter().position(|&x| is_nan(x))
+                } else {
+                    blk.iter().position(|&x| x == m)
+                };
+                best = (m, (i0 + b * BLOCK + pos.unwrap_or(0)) as i64);
+            }
+        }
+        best
     }
 }
 
@@ -798,7 +819,13 @@ impl<T: Element> Reducer<T> for LogSumExp {
             let cnt = xs.iter().filter(|x| x.to_f64() == m).count() as f64;
             return Self::add(acc, m, if m > 0.0 { cnt } else { 0.0 });
         }
-        let s = lanes_fold::<T, f64, 8>(xs, 0.0, |a, x| a + (x.to_f64() - m).exp(), |a, b| a + b);
+        let s = if T::DTYPE == DType::F64 {
+            lanes_fold::<T, f64, 8>(xs, 0.0, |a, x| a + (x.to_f64() - m).exp(), |a, b| a + b)
+        } else {
+            // f32 or narrower: the vectorizable f32 exp is exact enough, sums stay in f64.
+            let e = |x: T| exp_f32((x.to_f64() - m) as f32) as f64;
+            lanes_fold::<T, f64, 8>(xs, 0.0, |a, x| a + e(x), |a, b| a + b)
+        };
         Self::add(acc, m, s)
     }
 }
@@ -818,13 +845,13 @@ impl Plan {
     fn new(layout: &Layout, reduce: &[bool]) -> Plan {
         let (mut ks, mut kst, mut rs, mut rst) =
             (Dims::new(), Dims::new(), Dims::new(), Dims::new());
-        for d in 0..layout.ndim() {
-            if reduce[d] {
-                rs.push(layout.shape[d]);
-                rst.push(layout.strides[d]);
+        for ((&size, &stride), &r) in layout.shape.iter().zip(&layout.strides).zip(reduce) {
+            if r {
+                rs.push(size);
+                rst.push(stride);
             } else {
-                ks.push(layout.shape[d]);
-                kst.push(layout.strides[d]);
+                ks.push(size);
+                kst.push(stride);
             }
         }
         Plan {
@@ -953,8 +980,23 @@ fn reduce_rows<T: Copy + Send + Sync, R: Reducer<T>>(src: &[T], p: &Plan, r: &R)
     out
 }
 
-/// Output-row tile width of the column loop (its accumulators stay in L1).
-const COL_TILE: usize = 512;
+/// Widest column tile of the column loops. Whole input rows are read when they fit: streaming
+/// through memory is several times faster than reading row pieces with a stride, and the
+/// accumulators (at most this many) still fit in L2. Parallelism comes from splitting the
+/// reduced range instead.
+const COL_TILE: usize = 16384;
+
+/// Tile width for column loops that can only be split along columns (scans, softmax): whole
+/// rows when there are enough blocks to share out, else narrower tiles so every thread works.
+fn col_tile(outer: usize, inner: usize, total: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    if total < PAR_THRESHOLD || threads == 1 || outer >= threads {
+        return inner.clamp(1, COL_TILE);
+    }
+    // As few pieces per row as keep every thread busy: long pieces read faster.
+    let per_outer = threads.div_ceil(outer);
+    inner.div_ceil(per_outer).max(64).clamp(1, COL_TILE)
+}
 
 fn reduce_columns<T: Copy + Send + Sync, R: Reducer<T>>(src: &[T], p: &Plan, r: &R) -> Vec<R::Out> {
     let (no, n) = (p.out_numel, p.red_numel);
@@ -1046,41 +1088,27 @@ pub trait Scanner<T: Copy>: Sync {
     fn emit(&self, acc: Self::Acc) -> Self::Out;
 }
 
-/// Running sum in f64 (floats; PyTorch's CPU accumulation type).
-pub struct CumSumFloat;
-impl<T: Element> Scanner<T> for CumSumFloat {
+/// Running sum (`PROD = false`) or product of floats, accumulated in f64 (PyTorch's CPU
+/// accumulation type) and emitted in the input type.
+pub struct CumFloat<const PROD: bool>;
+impl<T: Element, const PROD: bool> Scanner<T> for CumFloat<PROD> {
     type Acc = f64;
-    type Out = f64;
+    type Out = T;
     #[inline(always)]
     fn init(&self) -> f64 {
-        0.0
+        PROD as u8 as f64
     }
     #[inline(always)]
     fn step(&self, a: f64, x: T, _: usize) -> f64 {
-        a + x.to_f64()
+        if PROD {
+            a * x.to_f64()
+        } else {
+            a + x.to_f64()
+        }
     }
     #[inline(always)]
-    fn emit(&self, a: f64) -> f64 {
-        a
-    }
-}
-
-/// Running product in f64.
-pub struct CumProdFloat;
-impl<T: Element> Scanner<T> for CumProdFloat {
-    type Acc = f64;
-    type Out = f64;
-    #[inline(always)]
-    fn init(&self) -> f64 {
-        1.0
-    }
-    #[inline(always)]
-    fn step(&self, a: f64, x: T, _: usize) -> f64 {
-        a * x.to_f64()
-    }
-    #[inline(always)]
-    fn emit(&self, a: f64) -> f64 {
-        a
+    fn emit(&self, a: f64) -> T {
+        T::from_f64(a)
     }
 }
 
@@ -1180,12 +1208,13 @@ pub fn scan<T: Copy + Send + Sync, S: Scanner<T>>(
         return out;
     }
     // Column form: a vector of accumulators walks down the lines of one tile of columns.
-    let tiles = inner.div_ceil(COL_TILE);
+    let tw = col_tile(outer, inner, total);
+    let tiles = inner.div_ceil(tw);
     let ptr = SyncPtr(out.as_mut_ptr());
     let task = |t: usize| {
         let (o, tile) = (t / tiles, t % tiles);
-        let j0 = tile * COL_TILE;
-        let jw = COL_TILE.min(inner - j0);
+        let j0 = tile * tw;
+        let jw = tw.min(inner - j0);
         let mut acc = vec![s.init(); jw];
         for i in 0..n {
             let start = o * n * inner + i * inner + j0;
@@ -1208,20 +1237,31 @@ pub fn scan<T: Copy + Send + Sync, S: Scanner<T>>(
 
 // ------------------------------------------------------------------------------- softmax
 
-/// `exp` for softmax kernels: branch-free (vectorizable) for f32, `std` for f64.
+/// Float types of the softmax kernels. `fexp::<FMA>` is the exp they use: branch-free (so
+/// loops vectorize) for f32, with fused multiply-adds when `FMA` (only instantiated inside
+/// functions compiled for AVX2 + FMA); `std`'s for f64.
 pub trait SoftmaxFloat: FloatElement {
-    fn fexp(self) -> Self;
+    fn fexp<const FMA: bool>(self) -> Self;
 }
 impl SoftmaxFloat for f32 {
     #[inline(always)]
-    fn fexp(self) -> f32 {
-        exp_f32(self)
+    fn fexp<const FMA: bool>(self) -> f32 {
+        exp_f32_impl::<FMA>(self)
     }
 }
 impl SoftmaxFloat for f64 {
     #[inline(always)]
-    fn fexp(self) -> f64 {
+    fn fexp<const FMA: bool>(self) -> f64 {
         self.exp()
+    }
+}
+
+#[inline(always)]
+fn fmadd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
     }
 }
 
@@ -1231,6 +1271,11 @@ impl SoftmaxFloat for f64 {
 /// NaN propagates; +inf -> inf; -inf and x < -104 -> 0.
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
+    exp_f32_impl::<false>(x)
+}
+
+#[inline(always)]
+fn exp_f32_impl<const FMA: bool>(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
@@ -1238,17 +1283,17 @@ pub fn exp_f32(x: f32) -> f32 {
     const MAGIC: f32 = 12_582_912.0;
     let xc = if x < -104.0 { -104.0 } else { x };
     let xc = if xc > 89.0 { 89.0 } else { xc };
-    let t = xc * LOG2E + MAGIC;
+    let t = fmadd::<FMA>(xc, LOG2E, MAGIC);
     let n = t - MAGIC;
     let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
-    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let r = fmadd::<FMA>(-n, LN2_LO, fmadd::<FMA>(-n, LN2_HI, xc));
     let mut p = 1.987_569_1e-4f32;
-    p = p * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
-    let y = p * r * r + r + 1.0;
+    p = fmadd::<FMA>(p, r, 1.398_199_9e-3);
+    p = fmadd::<FMA>(p, r, 8.333_452e-3);
+    p = fmadd::<FMA>(p, r, 4.166_579_6e-2);
+    p = fmadd::<FMA>(p, r, 1.666_666_5e-1);
+    p = fmadd::<FMA>(p, r, 5.000_000_1e-1_f64 as f32);
+    let y = fmadd::<FMA>(p * r, r, r) + 1.0;
     let n1 = ni >> 1;
     let n2 = ni.wrapping_sub(n1);
     let s1 = f32::from_bits((n1.wrapping_add(127) as u32) << 23);
@@ -1269,34 +1314,31 @@ fn max_lanes<T: SoftmaxFloat>(x: &[T]) -> T {
 
 /// Softmax (or log-softmax) of one contiguous row.
 #[inline(always)]
-fn softmax_row<T: SoftmaxFloat>(x: &[T], y: &mut [T], log: bool) {
+fn softmax_row<T: SoftmaxFloat, const FMA: bool>(x: &[T], y: &mut [T], log: bool) {
+    let zero = <T as Element>::zero();
     let m = max_lanes(x);
     if log {
-        let s = lanes_fold::<T, T, 16>(
-            x,
-            <T as Element>::zero(),
-            |a, v| a + (v - m).fexp(),
-            |a, b| a + b,
-        );
-        let lse = m + s.ln();
+        let s = lanes_fold::<T, T, 16>(x, zero, |a, v| a + (v - m).fexp::<FMA>(), |a, b| a + b);
+        // (x - m) - log(s): subtracting the max first keeps the bits of large inputs.
+        let ls = s.ln();
         for (y, &v) in y.iter_mut().zip(x) {
-            *y = v - lse;
+            *y = (v - m) - ls;
         }
     } else {
         const L: usize = 16;
-        let mut lanes = [<T as Element>::zero(); L];
+        let mut lanes = [zero; L];
         let (xc, xr) = x.as_chunks::<L>();
         let (yc, yr) = y.as_chunks_mut::<L>();
         for (yc, xc) in yc.iter_mut().zip(xc) {
             for k in 0..L {
-                let e = (xc[k] - m).fexp();
+                let e = (xc[k] - m).fexp::<FMA>();
                 yc[k] = e;
                 lanes[k] = lanes[k] + e;
             }
         }
-        let mut s = lanes.iter().fold(<T as Element>::zero(), |a, &b| a + b);
+        let mut s = lanes.iter().fold(zero, |a, &b| a + b);
         for (y, &v) in yr.iter_mut().zip(xr) {
-            let e = (v - m).fexp();
+            let e = (v - m).fexp::<FMA>();
             *y = e;
             s = s + e;
         }
@@ -1307,6 +1349,106 @@ fn softmax_row<T: SoftmaxFloat>(x: &[T], y: &mut [T], log: bool) {
     }
 }
 
+#[inline(always)]
+fn softmax_rows<T: SoftmaxFloat, const FMA: bool>(x: &[T], y: &mut [T], n: usize, log: bool) {
+    for (y, x) in y.chunks_mut(n).zip(x.chunks(n)) {
+        softmax_row::<T, FMA>(x, y, log);
+    }
+}
+
+/// One tile of the column form: columns `j0..j0 + jw` of block `o` of an `(outer, n, inner)`
+/// tensor. Vectors of maxima and sums over the tile; no transposes.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn softmax_tile<T: SoftmaxFloat, const FMA: bool>(
+    src: &[T],
+    ptr: SyncPtr<T>,
+    o: usize,
+    n: usize,
+    inner: usize,
+    j0: usize,
+    jw: usize,
+    log: bool,
+) {
+    let row = |i: usize| o * n * inner + i * inner + j0;
+    let mut m = vec![T::neg_infinity(); jw];
+    for i in 0..n {
+        for (m, &v) in m.iter_mut().zip(&src[row(i)..row(i) + jw]) {
+            if v > *m || is_nan(v) {
+                *m = v;
+            }
+        }
+    }
+    let mut s = vec![<T as Element>::zero(); jw];
+    for i in 0..n {
+        let x = &src[row(i)..row(i) + jw];
+        // SAFETY: the caller gives each (o, tile) to one task; rows of other blocks and
+        // columns of other tiles are disjoint from these.
+        let y = unsafe { ptr.slice(row(i), jw) };
+        for (((y, &v), &m), s) in y.iter_mut().zip(x).zip(&m).zip(s.iter_mut()) {
+            let e = (v - m).fexp::<FMA>();
+            *s = *s + e;
+            if !log {
+                *y = e;
+            }
+        }
+    }
+    for s in s.iter_mut() {
+        *s = if log {
+            s.ln()
+        } else {
+            <T as Element>::one() / *s
+        };
+    }
+    for i in 0..n {
+        let x = &src[row(i)..row(i) + jw];
+        // SAFETY: as above.
+        let y = unsafe { ptr.slice(row(i), jw) };
+        for (((y, &v), &s), &m) in y.iter_mut().zip(x).zip(&s).zip(&m) {
+            *y = if log { (v - m) - s } else { *y * s };
+        }
+    }
+}
+
+/// Whether this CPU can run the AVX2 + FMA versions of the kernels.
+#[inline]
+fn use_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn softmax_rows_avx2<T: SoftmaxFloat>(x: &[T], y: &mut [T], n: usize, log: bool) {
+    softmax_rows::<T, true>(x, y, n, log)
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA; `ptr` as for `softmax_tile`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn softmax_tile_avx2<T: SoftmaxFloat>(
+    src: &[T],
+    ptr: SyncPtr<T>,
+    o: usize,
+    n: usize,
+    inner: usize,
+    j0: usize,
+    jw: usize,
+    log: bool,
+) {
+    softmax_tile::<T, true>(src, ptr, o, n, inner, j0, jw, log)
+}
+
 /// Softmax (`log = false`) or log-softmax along `dim` of a contiguous tensor with `shape`.
 pub fn softmax<T: SoftmaxFloat>(src: &[T], shape: &[usize], dim: usize, log: bool) -> Vec<T> {
     let (outer, n, inner) = split_dims(shape, dim);
@@ -1315,76 +1457,47 @@ pub fn softmax<T: SoftmaxFloat>(src: &[T], shape: &[usize], dim: usize, log: boo
     if total == 0 {
         return out;
     }
+    let avx2 = use_avx2_fma();
     let par = total >= PAR_THRESHOLD && rayon::current_num_threads() > 1;
     if inner == 1 {
-        if par {
-            let rows = (chunk_len(total) / n).max(1);
-            out.par_chunks_mut(rows * n)
-                .zip(src.par_chunks(rows * n))
-                .for_each(|(o, x)| {
-                    for (o, x) in o.chunks_mut(n).zip(x.chunks(n)) {
-                        softmax_row(x, o, log);
-                    }
-                });
-        } else {
-            for (o, x) in out.chunks_mut(n).zip(src.chunks(n)) {
-                softmax_row(x, o, log);
+        let rows = |x: &[T], y: &mut [T]| {
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: AVX2 and FMA were detected at run time.
+                return unsafe { softmax_rows_avx2(x, y, n, log) };
             }
+            softmax_rows::<T, false>(x, y, n, log)
+        };
+        if par {
+            let per = (chunk_len(total) / n).max(1) * n;
+            out.par_chunks_mut(per)
+                .zip(src.par_chunks(per))
+                .for_each(|(y, x)| rows(x, y));
+        } else {
+            rows(src, &mut out);
         }
         return out;
     }
-    // Column form: vectors of maxima and sums over a tile of columns, no transposes.
-    let tiles = inner.div_ceil(COL_TILE);
+    let tw = col_tile(outer, inner, total);
+    let tiles = inner.div_ceil(tw);
     let ptr = SyncPtr(out.as_mut_ptr());
     let task = |t: usize| {
         let (o, tile) = (t / tiles, t % tiles);
-        let j0 = tile * COL_TILE;
-        let jw = COL_TILE.min(inner - j0);
-        let row = |i: usize| o * n * inner + i * inner + j0;
-        let mut m = vec![T::neg_infinity(); jw];
-        for i in 0..n {
-            for (m, &v) in m.iter_mut().zip(&src[row(i)..row(i) + jw]) {
-                if v > *m || is_nan(v) {
-                    *m = v;
-                }
-            }
+        let j0 = tile * tw;
+        let jw = tw.min(inner - j0);
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: AVX2 and FMA were detected at run time; task t alone owns tile (o, tile).
+            return unsafe { softmax_tile_avx2(src, ptr, o, n, inner, j0, jw, log) };
         }
-        let mut s = vec![<T as Element>::zero(); jw];
-        for i in 0..n {
-            let x = &src[row(i)..row(i) + jw];
-            // SAFETY: task (o, tile) is the only one touching columns j0..j0+jw of block o.
-            let y = unsafe { ptr.slice(row(i), jw) };
-            for (((y, &v), &m), s) in y.iter_mut().zip(x).zip(&m).zip(s.iter_mut()) {
-                let e = (v - m).fexp();
-                *s = *s + e;
-                if !log {
-                    *y = e;
-                }
-            }
-        }
-        if log {
-            for (s, &m) in s.iter_mut().zip(&m) {
-                *s = m + s.ln();
-            }
-        } else {
-            for s in s.iter_mut() {
-                *s = <T as Element>::one() / *s;
-            }
-        }
-        for i in 0..n {
-            let x = &src[row(i)..row(i) + jw];
-            // SAFETY: as above.
-            let y = unsafe { ptr.slice(row(i), jw) };
-            for ((y, &v), &s) in y.iter_mut().zip(x).zip(&s) {
-                *y = if log { v - s } else { *y * s };
-            }
-        }
+        softmax_tile::<T, false>(src, ptr, o, n, inner, j0, jw, log)
     };
     if par {
         (0..outer * tiles).into_par_iter().for_each(task);
     } else {
         (0..outer * tiles).for_each(task);
     }
+    let _ = avx2;
     out
 }
 

@@ -111,12 +111,19 @@ fn dims_given(dims: Option<&[i64]>) -> bool {
     matches!(dims, Some(d) if !d.is_empty())
 }
 
+/// (variance, mean) of one output of the `Variance` reducer.
+type VarMean = (f64, f64);
+
 fn unzip<A, B>(v: Vec<(A, B)>) -> (Vec<A>, Vec<B>) {
     v.into_iter().unzip()
 }
 
 /// A contiguous tensor's elements as a slice (from its storage offset).
 fn contiguous_slice<T: Element>(t: &Tensor) -> Result<&[T]> {
+    if t.numel() == 0 {
+        // (`Layout::is_contiguous` is false for some empty shapes; nothing to read anyway.)
+        return Ok(&[]);
+    }
     debug_assert!(t.is_contiguous());
     let off = t.storage_offset();
     Ok(&t.storage_slice::<T>()?[off..off + t.numel()])
@@ -400,7 +407,7 @@ impl Tensor {
         dims: Option<&[i64]>,
         correction: f64,
         keepdim: bool,
-    ) -> Result<(Vec<(f64, f64)>, Vec<usize>)> {
+    ) -> Result<(Vec<VarMean>, Vec<usize>)> {
         if !self.dtype().is_floating_point() {
             return Err(Error::Runtime(
                 "std and var only support floating point and complex dtypes".into(),
@@ -591,14 +598,10 @@ impl Tensor {
         });
         if out_dt.is_floating_point() {
             let x = self.to_dtype(out_dt);
-            let v = with_dtype!(x.dtype(), T, {
-                if PROD {
-                    x.scan_with::<T, _>(dim, &k::CumProdFloat)?
-                } else {
-                    x.scan_with::<T, _>(dim, &k::CumSumFloat)?
-                }
-            });
-            return Ok(from_f64s(v, self.shape(), out_dt));
+            return Ok(with_dtype!(x.dtype(), T, {
+                let v = x.scan_with::<T, _>(dim, &k::CumFloat::<PROD>)?;
+                Tensor::from_vec_unchecked(v, self.shape())
+            }));
         }
         let x = if self.dtype().is_floating_point() {
             self.to_dtype(out_dt)

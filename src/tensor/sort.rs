@@ -299,7 +299,7 @@ impl Tensor {
                 perm.extend((0..self.ndim() as i64).filter(|&i| i != d as i64));
                 let x = self.permute(&perm)?.contiguous();
                 let rows = self.shape()[d];
-                let width = if rows == 0 { 0 } else { self.numel() / rows };
+                let width = self.numel().checked_div(rows).unwrap_or(0);
                 (x, rows, width)
             }
             _ => (self.contiguous(), self.numel(), 1),
@@ -424,7 +424,6 @@ impl Tensor {
             }
         };
         let common = promote_types(seq.dtype(), values.dtype());
-        let lines = if nd == 1 { 1 } else { seq.numel() / m.max(1) };
         let per_line = if nd == 1 {
             values.numel()
         } else {
@@ -442,7 +441,6 @@ impl Tensor {
                 };
                 r as i64
             };
-            let _ = lines;
             if v.len() * (usize::BITS - m.leading_zeros()) as usize >= PAR_THRESHOLD {
                 (0..v.len()).into_par_iter().map(find).collect()
             } else {
@@ -500,7 +498,7 @@ impl Tensor {
         let len = (x.iter().copied().max().map_or(0, |m| m as usize + 1)).max(minlength as usize);
         match weights {
             None => {
-                let mut c = vec![0i64; len];
+                let mut c: Vec<i64> = zeroed(len)?;
                 for &v in &x {
                     c[v as usize] += 1;
                 }
@@ -513,7 +511,7 @@ impl Tensor {
                     DType::F64
                 };
                 let wv = w.to_f64_vec();
-                let mut c = vec![0f64; len];
+                let mut c: Vec<f64> = zeroed(len)?;
                 for (&v, &wt) in x.iter().zip(&wv) {
                     c[v as usize] += wt;
                 }
@@ -557,6 +555,8 @@ impl Tensor {
             ));
         }
         let nb = bins as usize;
+        // Fail cleanly (not abort) when the histogram cannot be allocated; one per chunk.
+        drop(zeroed::<f64>(nb.saturating_mul(2))?);
         let cd = self.dtype().compute_dtype();
         let x = self.to_dtype(cd);
         let counts: Vec<f64> = crate::with_float_dtype!(
@@ -598,6 +598,19 @@ impl Tensor {
         );
         Ok(Tensor::from_vec_unchecked(counts, &[nb]).to_dtype(self.dtype()))
     }
+}
+
+/// A zero-filled vector, or a RuntimeError (instead of an abort) when it cannot be allocated.
+fn zeroed<T: Clone + Default>(len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        Error::Runtime(format!(
+            "can't allocate memory: you tried to allocate {} bytes",
+            len.saturating_mul(std::mem::size_of::<T>())
+        ))
+    })?;
+    v.resize(len, T::default());
+    Ok(v)
 }
 
 /// Median of one line (lower median; with NaN: the first NaN for `median`, or the median of
