@@ -23,6 +23,7 @@ pub mod dtype;
 pub mod error;
 pub mod layout;
 pub mod math;
+pub mod nn;
 pub mod parallel;
 pub mod random;
 pub mod storage;

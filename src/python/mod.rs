@@ -6,6 +6,9 @@ mod creation;
 mod dlpack;
 mod linalg;
 mod misc_ops;
+mod nn_conv;
+mod nn_norm;
+mod nn_pool;
 mod numpy_interop;
 mod parallel;
 mod random;
@@ -84,6 +87,9 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linalg::register(m)?;
     misc_ops::register(m)?;
     reduce::register(m)?;
+    nn_conv::register(m)?;
+    nn_norm::register(m)?;
+    nn_pool::register(m)?;
     Ok(())
 }
 

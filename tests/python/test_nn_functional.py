@@ -526,16 +526,14 @@ def test_parameters_vector_roundtrip():
         nn.utils.vector_to_parameters([1.0], ps)
 
 
-# ---------------------------------------------------------------------------- _ops helpers
+# ---------------------------------------------------------------------------- native grads
 @needs_sum
-def test_ops_sum_mean_grads():
-    from ferrotorch.nn import _ops
-
+def test_native_sum_mean_grads():
     x = RNG.standard_normal((2, 3, 4))
     for dim, keepdim in [(None, False), (1, False), (1, True), ([0, 2], False),
                          ((0, 2), True), (-1, False)]:
         xt = t(x, grad=True)
-        out = _ops.sum(xt, dim, keepdim)
+        out = xt.sum(dim, keepdim=keepdim) if dim is not None else xt.sum()
         axis = None if dim is None else tuple(dim) if isinstance(dim, (list, tuple)) else dim
         np.testing.assert_allclose(npy(out), x.sum(axis=axis, keepdims=keepdim), rtol=1e-12)
         g = RNG.standard_normal(tuple(out.shape))
@@ -544,7 +542,7 @@ def test_ops_sum_mean_grads():
                                else g, x.shape)
         np.testing.assert_allclose(xt.grad.numpy(), want, rtol=1e-12)
         xt = t(x, grad=True)
-        m = _ops.mean(xt, dim, keepdim)
+        m = xt.mean(dim, keepdim=keepdim) if dim is not None else xt.mean()
         np.testing.assert_allclose(npy(m), x.mean(axis=axis, keepdims=keepdim), rtol=1e-12)
         m.backward(t(np.ones(tuple(m.shape))))
         np.testing.assert_allclose(xt.grad.numpy(), np.full(x.shape, m.numel() / x.size),
@@ -553,14 +551,12 @@ def test_ops_sum_mean_grads():
 
 @pytest.mark.skipif(not hasattr(ft.Tensor, "matmul") or not hasattr(ft.Tensor, "sum"),
                     reason="needs matmul and sum (linalg/reductions branches)")
-def test_ops_matmul_broadcast_grads():
-    from ferrotorch.nn import _ops
-
+def test_native_matmul_broadcast_grads():
     for sa, sb in [((3, 4), (4, 2)), ((5, 3, 4), (4, 2)), ((2, 1, 3, 4), (5, 4, 2)),
                    ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,))]:
         a, b = RNG.standard_normal(sa), RNG.standard_normal(sb)
         at, bt = t(a, grad=True), t(b, grad=True)
-        out = _ops.matmul(at, bt)
+        out = at.matmul(bt)
         np.testing.assert_allclose(npy(out), a @ b, rtol=1e-12)
         g = RNG.standard_normal(np.shape(a @ b))
         out.backward(t(g))

@@ -12,7 +12,6 @@ import warnings
 
 from ferrotorch import _C
 from ferrotorch.autograd import Function
-from ferrotorch.nn import _ops
 
 Tensor = _C.Tensor
 
@@ -167,7 +166,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
         dim = _get_softmax_dim("softmax", input.ndim)
     if dtype is not None:
         input = input.to(dtype)
-    return _ops.softmax(input, dim)
+    return input.softmax(dim)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -182,7 +181,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         dim = _get_softmax_dim("log_softmax", input.ndim)
     if dtype is not None:
         input = input.to(dtype)
-    return _ops.log_softmax(input, dim)
+    return input.log_softmax(dim)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -202,7 +201,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # ---------------------------------------------------------------------------- layers
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``."""
-    out = _ops.matmul(input, weight.t())
+    out = input.matmul(weight.t())
     if bias is not None:
         out = out + bias
     return out
@@ -214,8 +213,8 @@ def bilinear(input1, input2, weight, bias=None):
     lead = input1.shape[:-1]
     x1 = input1.reshape(-1, input1.shape[-1])
     x2 = input2.reshape(-1, input2.shape[-1])
-    tmp = _ops.matmul(x1.unsqueeze(0), weight)  # (out, N, in2)
-    out = _ops.sum(tmp * x2.unsqueeze(0), -1).t()  # (N, out)
+    tmp = x1.unsqueeze(0).matmul(weight)  # (out, N, in2)
+    out = (tmp * x2.unsqueeze(0)).sum(-1).t()  # (N, out)
     if bias is not None:
         out = out + bias
     return out.reshape(*lead, weight.shape[0])
@@ -292,7 +291,7 @@ def one_hot(tensor, num_classes=-1):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim``."""
-    norm = _ops.sum(input.abs().pow(p), dim, keepdim=True).pow(1.0 / p)
+    norm = input.abs().pow(p).sum(dim, keepdim=True).pow(1.0 / p)
     denom = norm.maximum(_scalar(eps, norm))
     res = input / denom
     if out is not None:
@@ -302,14 +301,14 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    n1 = _ops.sum(x1 * x1, dim).sqrt()
-    n2 = _ops.sum(x2 * x2, dim).sqrt()
-    return _ops.sum(x1 * x2, dim) / (n1 * n2).maximum(_scalar(eps, n1))
+    n1 = (x1 * x1).sum(dim).sqrt()
+    n2 = (x2 * x2).sum(dim).sqrt()
+    return (x1 * x2).sum(dim) / (n1 * n2).maximum(_scalar(eps, n1))
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     d = (x1 - x2 + eps).abs().pow(p)
-    return _ops.sum(d, -1, keepdim).pow(1.0 / p)
+    return d.sum(-1, keepdim=keepdim).pow(1.0 / p)
 
 
 class _ConstantPad(Function):
@@ -364,9 +363,9 @@ def _reduce(loss, reduction):
     if reduction == "none":
         return loss
     if reduction == "mean":
-        return _ops.mean(loss)
+        return loss.mean()
     if reduction == "sum":
-        return _ops.sum(loss)
+        return loss.sum()
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
@@ -479,13 +478,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     w = onehot * _float_mask(valid, input).unsqueeze(class_dim)
     if weight is not None:
         w = w * _weight_along(weight.to(input.dtype), class_dim, input.ndim)
-    loss = -_ops.sum(input * w, class_dim)
+    loss = -(input * w).sum(class_dim)
     if reduction == "none":
         return loss
     if reduction == "sum":
-        return _ops.sum(loss)
+        return loss.sum()
     if reduction == "mean":
-        return _ops.sum(loss) / w.sum()
+        return loss.sum() / w.sum()
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
@@ -511,10 +510,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         prod = logp * target
         if weight is not None:
             prod = prod * _weight_along(weight.to(input.dtype), class_dim, input.ndim)
-        loss = -_ops.sum(prod, class_dim)
+        loss = -prod.sum(class_dim)
         if reduction == "mean":
             n = input.numel() // num_classes if num_classes else 0
-            return _ops.sum(loss) / n
+            return loss.sum() / n
         return _reduce(loss, reduction)
 
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
@@ -524,11 +523,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     lw = logp
     if weight is not None:
         lw = logp * _weight_along(weight.to(input.dtype), class_dim, input.ndim)
-    smooth = -_ops.sum(lw, class_dim) * valid
+    smooth = -lw.sum(class_dim) * valid
     if reduction == "none":
         ret = smooth
     elif reduction == "sum":
-        ret = _ops.sum(smooth)
+        ret = smooth.sum()
     else:
         if weight is not None:
             onehot = _class_onehot(target, num_classes, class_dim, input.ndim, input.dtype)
@@ -536,7 +535,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             denom = (wsum.sum(class_dim) * valid).sum()
         else:
             denom = valid.sum()
-        ret = _ops.sum(smooth) / denom
+        ret = smooth.sum() / denom
     return nll * (1 - label_smoothing) + ret * (label_smoothing / num_classes)
 
 
@@ -594,8 +593,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = target * safe.log() - target * input
     if reduction == "batchmean":
         if input.ndim == 0:
-            return _ops.sum(loss)
-        return _ops.sum(loss) / input.shape[0]
+            return loss.sum()
+        return loss.sum() / input.shape[0]
     if reduction == "mean":
         warnings.warn(
             "reduction: 'mean' divides the total loss by both the batch size and the support "

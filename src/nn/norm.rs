@@ -1,0 +1,1 @@
+//! Normalisation layers: batch, layer, group and RMS norm (fused forward and backward).

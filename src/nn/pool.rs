@@ -1,0 +1,1 @@
+//! Pooling: max/average/adaptive pooling and resampling.
