@@ -6,6 +6,7 @@
 //! pool. The Python bindings run large kernels inside `install`; small kernels (which never
 //! split work) run on the calling thread.
 
+use crate::autograd::grad_mode;
 use crate::{Error, Result};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::{Arc, LazyLock, RwLock};
@@ -72,14 +73,23 @@ pub fn get_num_threads() -> usize {
 }
 
 /// Run `f` on ferrotorch's pool (so its parallel iterators use the configured threads).
-/// Already inside a pool worker, `f` just runs.
+/// Already inside a pool worker, `f` just runs. Grad mode and inference mode are
+/// thread-local, so the caller's modes travel with `f` onto the worker thread (otherwise an op
+/// under `no_grad` would record a graph, or an optimizer's in-place update hit the leaf check).
 pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     if rayon::current_thread_index().is_some() {
         return f();
     }
+    let grad_enabled = grad_mode::is_grad_enabled();
+    let inference = grad_mode::is_inference_mode_enabled();
+    let with_callers_modes = move || {
+        let _grad = grad_mode::GradModeGuard::new(grad_enabled);
+        let _inference = grad_mode::InferenceModeGuard::new(inference);
+        f()
+    };
     match pool() {
-        Ok(p) => p.install(f),
-        Err(_) => f(),
+        Ok(p) => p.install(with_callers_modes),
+        Err(_) => with_callers_modes(),
     }
 }
 
@@ -95,5 +105,11 @@ mod tests {
         assert!(set_num_threads(0).is_err());
         set_num_threads(default_num_threads()).unwrap();
         assert_eq!(get_num_threads(), default_num_threads());
+    }
+
+    #[test]
+    fn install_carries_grad_mode() {
+        crate::no_grad(|| assert!(!install(grad_mode::is_grad_enabled)));
+        assert!(install(grad_mode::is_grad_enabled));
     }
 }

@@ -43,6 +43,25 @@ impl Drop for GradModeGuard {
     }
 }
 
+/// Sets inference mode for its lifetime and restores the previous mode on drop.
+pub struct InferenceModeGuard {
+    prev: bool,
+}
+
+impl InferenceModeGuard {
+    pub fn new(enabled: bool) -> Self {
+        let prev = is_inference_mode_enabled();
+        set_inference_mode(enabled);
+        InferenceModeGuard { prev }
+    }
+}
+
+impl Drop for InferenceModeGuard {
+    fn drop(&mut self) {
+        set_inference_mode(self.prev);
+    }
+}
+
 /// Run `f` with gradient recording off (`torch.no_grad()`).
 pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
     let _g = GradModeGuard::new(false);
