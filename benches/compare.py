@@ -219,6 +219,107 @@ def case_softmax(rows, cols):
     }
 
 
+# ---- autograd and nn (issues 3 and 4): numpy gets the hand-written equivalent where one exists
+
+
+def case_lsq_grad(d):
+    """Gradient of ||y - A x||^2 w.r.t. x, A of 10d x d, float64."""
+    rng = np.random.default_rng(d)
+    a, y, x0 = rng.standard_normal((10 * d, d)), rng.standard_normal(10 * d), rng.standard_normal(d)
+
+    def numpy_grad():
+        return lambda: -2.0 * (a.T @ (y - a @ x0))
+
+    def autograd(lib):
+        at, yt = lib.from_numpy(a), lib.from_numpy(y)
+        xt = lib.from_numpy(x0.copy()).requires_grad_()
+
+        def step():
+            xt.grad = None
+            ((yt - at @ xt) ** 2).sum().backward()
+            return xt.grad
+
+        np.testing.assert_allclose(step().numpy(), numpy_grad()(), rtol=1e-8, atol=1e-8)
+        return step
+
+    return {
+        "numpy": numpy_grad,
+        "ferrotorch": lambda: autograd(ft),
+        "torch": lambda: autograd(torch),
+    }
+
+
+def case_op_chain(n_ops):
+    """Bookkeeping cost: n_ops tiny ops recorded, then backward through all of them."""
+    x0 = rand(4)
+
+    def chain(lib):
+        x = lib.from_numpy(x0.copy()).requires_grad_()
+
+        def step():
+            x.grad = None
+            h = x
+            for _ in range(n_ops // 2):
+                h = (h * 0.999) + 0.001
+            h.sum().backward()
+            return x.grad
+
+        return step
+
+    return {"ferrotorch": lambda: chain(ft), "torch": lambda: chain(torch)}
+
+
+def case_mlp_adam_step():
+    """One Adam training step of a 784-256-10 MLP, batch 64, CrossEntropyLoss."""
+    rng = np.random.default_rng(0)
+    xb = rng.standard_normal((64, 784)).astype(np.float32)
+    yb = rng.integers(0, 10, 64)
+
+    def step_fn(lib):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(784, 256), lib.nn.ReLU(), lib.nn.Linear(256, 10))
+        opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+        loss_fn = lib.nn.CrossEntropyLoss()
+        x, y = lib.from_numpy(xb), lib.from_numpy(yb)
+
+        def step():
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    return {"ferrotorch": lambda: step_fn(ft), "torch": lambda: step_fn(torch)}
+
+
+def case_conv2d(backward):
+    """Conv2d(3, 32, 3, padding=1) on 16x3x32x32 float32, forward (+ backward)."""
+    xb = rand((16, 3, 32, 32))
+
+    def conv_fn(lib):
+        lib.manual_seed(0)
+        conv = lib.nn.Conv2d(3, 32, 3, padding=1)
+        x = lib.from_numpy(xb)
+        if not backward:
+            def fwd():
+                with lib.no_grad():
+                    return conv(x)
+            return fwd
+        x.requires_grad_()
+
+        def fwd_bwd():
+            x.grad = None
+            conv.zero_grad()
+            conv(x).sum().backward()
+            return x.grad
+
+        return fwd_bwd
+
+    return {"ferrotorch": lambda: conv_fn(ft), "torch": lambda: conv_fn(torch)}
+
+
 def cases(quick):
     big = 1_000_000 if quick else 10_000_000
     tn = 1024 if quick else 4096
@@ -235,6 +336,14 @@ def cases(quick):
         (f"sum f32, {big // 1_000_000}M", case_sum(big), None),
         (f"transpose().contiguous() {tn}x{tn}", case_transpose_contiguous(tn), None),
         ("softmax rows 4096x1024", case_softmax(4096, 1024), None),
+    ]
+    for d in (100, 500) if quick else (100, 500, 1000):
+        out.append((f"grad ||y-Ax||^2 f64, d={d}", case_lsq_grad(d), None))
+    out += [
+        ("100-op chain fwd+bwd (autograd overhead)", case_op_chain(100), None),
+        ("MLP 784-256-10 Adam step, batch 64", case_mlp_adam_step(), None),
+        ("Conv2d(3,32,3,p=1) fwd 16x3x32x32", case_conv2d(False), None),
+        ("Conv2d(3,32,3,p=1) fwd+bwd 16x3x32x32", case_conv2d(True), None),
     ]
     return out
 
@@ -298,6 +407,8 @@ def main():
         times = {}
         for lib in libs:
             try:
+                if lib not in factories:
+                    raise NotAvailable(lib)
                 fn = factories[lib]()
                 times[lib] = best_time(fn, args.repeat)
             except (NotAvailable, AttributeError, TypeError, NotImplementedError):

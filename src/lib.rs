@@ -24,6 +24,7 @@ pub mod error;
 pub mod layout;
 pub mod math;
 pub mod nn;
+pub mod optim;
 pub mod parallel;
 pub mod random;
 pub mod storage;

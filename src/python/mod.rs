@@ -10,6 +10,7 @@ mod nn_conv;
 mod nn_norm;
 mod nn_pool;
 mod numpy_interop;
+mod optim;
 mod parallel;
 mod random;
 mod reduce;
@@ -90,6 +91,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_conv::register(m)?;
     nn_norm::register(m)?;
     nn_pool::register(m)?;
+    optim::register(m)?;
     Ok(())
 }
 

@@ -541,3 +541,113 @@ def test_optimizer_pickle_roundtrip():
     q.grad = ft.tensor([1.0, 1.0])
     opt2.step()
     np.testing.assert_allclose(q.detach().numpy(), [0.71, 1.71], rtol=1e-6)
+
+
+# ---------------------------------------------------------------- fused Rust steps
+# Each optimizer updates a float32/float64 group with one fused Rust call; fused=False (and
+# differentiable=True, half precision) takes the generic tensor-op path. Both must agree.
+FUSED_CASES = [
+    (optim.SGD, dict(lr=0.1)),
+    (optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01)),
+    (optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)),
+    (optim.Adam, dict(lr=0.01, weight_decay=0.1)),
+    (optim.Adam, dict(lr=0.01, amsgrad=True, maximize=True)),
+    (optim.AdamW, dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+    (optim.RMSprop, dict(lr=0.01)),
+    (optim.RMSprop, dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+    (optim.RMSprop, dict(lr=0.01, centered=True, maximize=True)),
+    (optim.Adagrad, dict(lr=0.1, lr_decay=0.01, weight_decay=0.1,
+                         initial_accumulator_value=0.5)),
+    (optim.Adadelta, dict(lr=1.0, rho=0.8, weight_decay=0.1, maximize=True)),
+]
+
+
+def _run_steps(cls, kw, dtype, shapes, steps=4, transposed_grads=False):
+    rng = np.random.default_rng(7)
+    p0 = [rng.standard_normal(s) for s in shapes]
+    grads = [[rng.standard_normal(s) for s in shapes] for _ in range(steps)]
+    params = [nn.Parameter(ft.tensor(p, dtype=dtype)) for p in p0]
+    opt = cls(params, **kw)
+    for g_step in grads:
+        for p, g in zip(params, g_step):
+            if transposed_grads and g.ndim == 2:
+                p.grad = ft.tensor(np.ascontiguousarray(g.T), dtype=dtype).t()
+            else:
+                p.grad = ft.tensor(g, dtype=dtype)
+        opt.step()
+    return [p.detach().to(ft.float64).numpy() for p in params], opt
+
+
+@pytest.mark.parametrize("cls,kw", FUSED_CASES)
+@pytest.mark.parametrize("dtype", [ft.float32, ft.float64])
+def test_fused_step_matches_generic_path(cls, kw, dtype):
+    shapes = [(3, 5), (7,), (), (0, 2), (300, 120)]  # the last one takes the parallel path
+    fused, opt = _run_steps(cls, kw, dtype, shapes, transposed_grads=True)
+    generic, _ = _run_steps(cls, dict(kw, differentiable=True), dtype, shapes)
+    tol = 1e-5 if dtype == ft.float32 else 1e-12
+    for a, b in zip(fused, generic):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    state = opt.state[opt.param_groups[0]["params"][0]]
+    if "step" in state:
+        assert state["step"].item() == 4
+    for value in state.values():
+        if isinstance(value, ft.Tensor) and value.dim() > 0:
+            assert value.dtype == dtype
+
+
+def test_fused_adam_state_dict_round_trip_continues_identically():
+    shapes = [(4, 3), (3,)]
+    a, opt_a = _run_steps(optim.Adam, dict(lr=0.05), ft.float32, shapes, steps=2)
+    params_b = [nn.Parameter(ft.tensor(x, dtype=ft.float32)) for x in a]
+    opt_b = optim.Adam(params_b, lr=0.05)
+    opt_b.load_state_dict(opt_a.state_dict())
+    g = [ft.ones(s) for s in shapes]
+    for p, gg in zip(opt_a.param_groups[0]["params"], g):
+        p.grad = gg.clone()
+    for p, gg in zip(params_b, g):
+        p.grad = gg.clone()
+    opt_a.step()
+    opt_b.step()
+    for pa, pb in zip(opt_a.param_groups[0]["params"], params_b):
+        np.testing.assert_allclose(pa.detach().numpy(), pb.detach().numpy(), rtol=1e-6)
+
+
+def test_half_precision_params_take_generic_path():
+    p = nn.Parameter(ft.ones(3, dtype=ft.float16))
+    opt = optim.Adam([p], lr=0.1)
+    p.grad = ft.ones(3, dtype=ft.float16)
+    opt.step()
+    np.testing.assert_allclose(p.detach().float().numpy(), [0.9] * 3, rtol=1e-3)
+
+
+def test_step_on_large_parameters_under_no_grad_pool_threads():
+    # Large kernels run on worker threads: grad mode must travel with them, otherwise the
+    # in-place update of a leaf that requires grad is refused.
+    m = nn.Linear(512, 256)
+    opt = optim.SGD(m.parameters(), lr=0.1, momentum=0.9, fused=False)
+    m(ft.randn(4, 512)).sum().backward()
+    before = m.weight.detach().clone()
+    opt.step()
+    assert not np.allclose(m.weight.detach().numpy(), before.numpy())
+    x = ft.randn(300, 300, requires_grad=True)
+    with ft.no_grad():
+        y = x * 2
+    assert not y.requires_grad and y.grad_fn is None
+
+
+@pytest.mark.parametrize("cls,name", [(optim.SGD, "_fused_sgd_"), (optim.Adam, "_fused_adam_"),
+                                      (optim.RMSprop, "_fused_rmsprop_"),
+                                      (optim.Adagrad, "_fused_adagrad_"),
+                                      (optim.Adadelta, "_fused_adadelta_")])
+def test_float_groups_use_one_fused_call_per_group(monkeypatch, cls, name):
+    from ferrotorch import _C
+
+    calls = []
+    real = getattr(_C, name)
+    monkeypatch.setattr(_C, name, lambda *a, **k: (calls.append(len(a[0])), real(*a, **k)))
+    params = [nn.Parameter(ft.ones(3, 2)), nn.Parameter(ft.ones(4)), nn.Parameter(ft.ones(5))]
+    opt = cls([{"params": params[:2]}, {"params": params[2:]}], lr=0.1)
+    for p in params:
+        p.grad = ft.ones_like(p)
+    opt.step()
+    assert calls == [2, 1]

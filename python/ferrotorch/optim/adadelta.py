@@ -1,7 +1,9 @@
 """Adadelta (Zeiler, 2012)."""
 
 from ferrotorch import _C
-from ferrotorch.optim.optimizer import Optimizer, _use_grad_for_differentiable, _zeros_like
+from ferrotorch.optim.optimizer import (
+    Optimizer, _fused_inputs, _to_scalar, _use_grad_for_differentiable, _zeros_like,
+)
 
 __all__ = ["Adadelta"]
 
@@ -41,16 +43,16 @@ class Adadelta(Optimizer):
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            fused = _fused_inputs(group)
+            if fused is not None:
+                self._fused_step(group, *fused)
+                continue
             lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 grad = -p.grad if group["maximize"] else p.grad
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _C.tensor(0.0)
-                    state["square_avg"] = _zeros_like(p)
-                    state["acc_delta"] = _zeros_like(p)
+                state = self._init_state(p)
                 state["step"].add_(1)
                 if wd != 0:
                     grad = grad + p * wd
@@ -61,3 +63,18 @@ class Adadelta(Optimizer):
                 acc_delta.mul_(rho).add_(delta * delta * (1 - rho))
                 p.sub_(delta * lr)
         return loss
+
+    def _init_state(self, p):
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = _C.tensor(0.0)
+            state["square_avg"] = _zeros_like(p)
+            state["acc_delta"] = _zeros_like(p)
+        return state
+
+    def _fused_step(self, group, params, grads):
+        states = [self._init_state(p) for p in params]
+        _C._fused_adadelta_(
+            params, grads, [s["square_avg"] for s in states], [s["acc_delta"] for s in states],
+            [s["step"] for s in states], lr=_to_scalar(group["lr"]), rho=group["rho"],
+            eps=group["eps"], weight_decay=group["weight_decay"], maximize=group["maximize"])

@@ -1,7 +1,9 @@
 """Adagrad (Duchi et al., 2011)."""
 
 from ferrotorch import _C
-from ferrotorch.optim.optimizer import Optimizer, _use_grad_for_differentiable
+from ferrotorch.optim.optimizer import (
+    Optimizer, _fused_inputs, _to_scalar, _use_grad_for_differentiable,
+)
 
 __all__ = ["Adagrad"]
 
@@ -48,6 +50,10 @@ class Adagrad(Optimizer):
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            fused = _fused_inputs(group)
+            if fused is not None:
+                self._fused_step(group, *fused)
+                continue
             lr, lr_decay, eps, wd = (group["lr"], group["lr_decay"], group["eps"],
                                      group["weight_decay"])
             for p in group["params"]:
@@ -64,3 +70,10 @@ class Adagrad(Optimizer):
                 std = state["sum"].sqrt() + eps
                 p.sub_(grad / std * clr)
         return loss
+
+    def _fused_step(self, group, params, grads):
+        states = [self.state[p] for p in params]
+        _C._fused_adagrad_(
+            params, grads, [s["sum"] for s in states], [s["step"] for s in states],
+            lr=_to_scalar(group["lr"]), lr_decay=group["lr_decay"],
+            weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"])

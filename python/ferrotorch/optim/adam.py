@@ -3,7 +3,9 @@
 import math
 
 from ferrotorch import _C
-from ferrotorch.optim.optimizer import Optimizer, _use_grad_for_differentiable, _zeros_like
+from ferrotorch.optim.optimizer import (
+    Optimizer, _fused_inputs, _to_scalar, _use_grad_for_differentiable, _zeros_like,
+)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -66,6 +68,10 @@ class Adam(Optimizer):
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            fused = _fused_inputs(group)
+            if fused is not None:
+                self._fused_step(group, *fused)
+                continue
             beta1, beta2 = group["betas"]
             lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
             amsgrad = group["amsgrad"]
@@ -94,6 +100,18 @@ class Adam(Optimizer):
                     denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
                 p.sub_(exp_avg / denom * (lr / bias_correction1))
         return loss
+
+    def _fused_step(self, group, params, grads):
+        amsgrad = group["amsgrad"]
+        states = [self._init_state(p, amsgrad) for p in params]
+        beta1, beta2 = group["betas"]
+        _C._fused_adam_(params, grads, [s["exp_avg"] for s in states],
+                        [s["exp_avg_sq"] for s in states],
+                        [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+                        [s["step"] for s in states], lr=_to_scalar(group["lr"]), beta1=beta1,
+                        beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                        amsgrad=amsgrad, maximize=group["maximize"],
+                        decoupled=group["decoupled_weight_decay"])
 
 
 class AdamW(Adam):

@@ -277,3 +277,27 @@ def _zeros_like(p):
     if hasattr(_C, "zeros_like"):
         return _C.zeros_like(p).detach()
     return (p.detach() * 0).contiguous()
+
+
+_FUSED_DTYPES = (_C.float32, _C.float64)
+
+
+def _fused_inputs(group):
+    """The group's parameters that have gradients and those gradients, ready for a fused
+    Rust step (one call updates the whole group), or ``None`` when the group needs the
+    generic tensor-op path: half precision, non-CPU tensors, ``differentiable=True`` or
+    ``fused=False``."""
+    if group.get("differentiable") or group.get("fused") is False:
+        return None
+    params, grads = [], []
+    for p in group["params"]:
+        g = p.grad
+        if g is None:
+            continue
+        if (p.dtype not in _FUSED_DTYPES or g.dtype != p.dtype or p.device.type != "cpu"
+                or g.device.type != "cpu" or not p.is_contiguous()
+                or tuple(g.shape) != tuple(p.shape)):
+            return None
+        params.append(p)
+        grads.append(g if g.is_contiguous() else g.contiguous())
+    return params, grads

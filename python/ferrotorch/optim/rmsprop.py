@@ -1,7 +1,9 @@
 """RMSprop (Hinton), optionally centered and with momentum."""
 
 from ferrotorch import _C
-from ferrotorch.optim.optimizer import Optimizer, _use_grad_for_differentiable, _zeros_like
+from ferrotorch.optim.optimizer import (
+    Optimizer, _fused_inputs, _to_scalar, _use_grad_for_differentiable, _zeros_like,
+)
 
 __all__ = ["RMSprop"]
 
@@ -43,20 +45,17 @@ class RMSprop(Optimizer):
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            fused = _fused_inputs(group)
+            if fused is not None:
+                self._fused_step(group, *fused)
+                continue
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             wd, momentum = group["weight_decay"], group["momentum"]
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 grad = -p.grad if group["maximize"] else p.grad
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _C.tensor(0.0)
-                    state["square_avg"] = _zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = _zeros_like(p)
-                    if group["centered"]:
-                        state["grad_avg"] = _zeros_like(p)
+                state = self._init_state(p, group)
                 state["step"].add_(1)
                 if wd != 0:
                     grad = grad + p * wd
@@ -75,3 +74,25 @@ class RMSprop(Optimizer):
                 else:
                     p.sub_(grad / avg * lr)
         return loss
+
+    def _init_state(self, p, group):
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = _C.tensor(0.0)
+            state["square_avg"] = _zeros_like(p)
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = _zeros_like(p)
+            if group["centered"]:
+                state["grad_avg"] = _zeros_like(p)
+        return state
+
+    def _fused_step(self, group, params, grads):
+        states = [self._init_state(p, group) for p in params]
+        momentum, centered = group["momentum"], group["centered"]
+        _C._fused_rmsprop_(
+            params, grads, [s["square_avg"] for s in states],
+            [s["momentum_buffer"] for s in states] if momentum > 0 else [],
+            [s["grad_avg"] for s in states] if centered else [],
+            [s["step"] for s in states], lr=_to_scalar(group["lr"]), alpha=group["alpha"],
+            eps=group["eps"], weight_decay=group["weight_decay"], momentum=momentum,
+            centered=centered, maximize=group["maximize"])

@@ -1,6 +1,9 @@
 """Stochastic gradient descent (optionally with momentum / Nesterov momentum)."""
 
-from ferrotorch.optim.optimizer import Optimizer, _use_grad_for_differentiable, required
+from ferrotorch import _C
+from ferrotorch.optim.optimizer import (
+    Optimizer, _fused_inputs, _to_scalar, _use_grad_for_differentiable, _zeros_like, required,
+)
 
 __all__ = ["SGD"]
 
@@ -47,6 +50,10 @@ class SGD(Optimizer):
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            fused = _fused_inputs(group)
+            if fused is not None:
+                self._fused_step(group, *fused)
+                continue
             lr, momentum = group["lr"], group["momentum"]
             dampening, wd = group["dampening"], group["weight_decay"]
             for p in group["params"]:
@@ -66,3 +73,18 @@ class SGD(Optimizer):
                     d_p = d_p + buf * momentum if group["nesterov"] else buf
                 p.sub_(d_p * lr)
         return loss
+
+    def _fused_step(self, group, params, grads):
+        bufs, fresh = [], []
+        if group["momentum"] != 0:
+            for p in params:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                fresh.append(buf is None)
+                if buf is None:
+                    buf = state["momentum_buffer"] = _zeros_like(p)
+                bufs.append(buf)
+        _C._fused_sgd_(params, grads, bufs, fresh, lr=_to_scalar(group["lr"]),
+                       momentum=group["momentum"], dampening=group["dampening"],
+                       weight_decay=group["weight_decay"], nesterov=group["nesterov"],
+                       maximize=group["maximize"])
