@@ -1,3 +1,4 @@
+# ruff: noqa: B007  (loop variables named as in the tutorials)
 """End-to-end programs written the way PyTorch tutorials write them, run with
 ``import ferrotorch as torch``. Each trains a small model deterministically and checks that it
 learned (loss below a threshold, or a task-level check). See test_nn_train.py for the MLP and
