@@ -447,3 +447,12 @@ def test_compare_with_torch():
     np.testing.assert_allclose(m(ft.from_numpy(x))[0].detach().numpy(),
                                t(torch.from_numpy(x))[0].detach().numpy(), rtol=1e-4,
                                atol=1e-5)
+
+
+def test_big_layers_initialise():
+    # >= 16384-element weights (the in-place samplers use the kernel thread pool there).
+    m = nn.LSTM(32, 100, batch_first=True)
+    assert tuple(m.weight_ih_l0.shape) == (400, 32) and m.weight_hh_l0.requires_grad
+    assert np.abs(m.weight_hh_l0.detach().numpy()).max() <= 0.1
+    out, _ = m(ft.randn(2, 3, 32))
+    assert tuple(out.shape) == (2, 3, 100)

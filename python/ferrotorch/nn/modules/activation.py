@@ -267,19 +267,20 @@ class MultiheadAttention(Module):
     def _reset_parameters(self):
         from ferrotorch.nn import init
 
+        # On ``.data``: see the note in rnn.py (in-place samplers on big leaves).
         if self._qkv_same_embed_dim:
-            init.xavier_uniform_(self.in_proj_weight)
+            init.xavier_uniform_(self.in_proj_weight.data)
         else:
-            init.xavier_uniform_(self.q_proj_weight)
-            init.xavier_uniform_(self.k_proj_weight)
-            init.xavier_uniform_(self.v_proj_weight)
+            init.xavier_uniform_(self.q_proj_weight.data)
+            init.xavier_uniform_(self.k_proj_weight.data)
+            init.xavier_uniform_(self.v_proj_weight.data)
         if self.in_proj_bias is not None:
-            init.constant_(self.in_proj_bias, 0.0)
-            init.constant_(self.out_proj.bias, 0.0)
+            init.constant_(self.in_proj_bias.data, 0.0)
+            init.constant_(self.out_proj.bias.data, 0.0)
         if self.bias_k is not None:
-            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_k.data)
         if self.bias_v is not None:
-            init.xavier_normal_(self.bias_v)
+            init.xavier_normal_(self.bias_v.data)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):

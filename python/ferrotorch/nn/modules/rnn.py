@@ -27,6 +27,11 @@ def _empty(*shape, dtype=None, device=None):
     return t
 
 
+# Initialisers are applied to ``param.data`` (an alias without autograd): on main, in-place
+# samplers on tensors of >= 16384 elements run on the kernel thread pool, where the caller's
+# ``no_grad`` is not in effect, so filling a leaf that requires grad raises there.
+
+
 def _zeros(shape, like):
     return _C.zeros(*shape, dtype=like.dtype)
 
@@ -112,7 +117,8 @@ class RNNCellBase(Module):
     def reset_parameters(self):
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+            # ``.data``: see ``_init_data`` (same values as initialising the parameter).
+            init.uniform_(weight.data, -stdv, stdv)
 
     def _prepare(self, input, hx, name):
         if input.dim() not in (1, 2):
@@ -306,7 +312,8 @@ class RNNBase(Module):
     def reset_parameters(self):
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+            # ``.data``: see ``_init_data`` (same values as initialising the parameter).
+            init.uniform_(weight.data, -stdv, stdv)
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"

@@ -35,9 +35,9 @@ class _LayerNorm(Module):
                                              device=device))
             else:
                 self.register_parameter("bias", None)
-            init.ones_(self.weight)
+            init.ones_(self.weight.data)
             if self.bias is not None:
-                init.zeros_(self.bias)
+                init.zeros_(self.bias.data)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -304,4 +304,4 @@ class Transformer(Module):
     def _reset_parameters(self):
         for p in self.parameters():
             if p.dim() > 1:
-                init.xavier_uniform_(p)
+                init.xavier_uniform_(p.data)  # ``.data``: see the note in rnn.py
