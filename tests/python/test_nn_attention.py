@@ -477,8 +477,3 @@ def test_compare_with_torch():
     np.testing.assert_allclose(a[1].detach().numpy(), b[1].detach().numpy(), rtol=1e-4,
                                atol=1e-5)
 
-
-def test_big_mha_initialises():
-    m = nn.MultiheadAttention(128, 8)
-    assert m.in_proj_weight.requires_grad and m.in_proj_weight.is_leaf
-    assert np.abs(m.in_proj_weight.detach().numpy()).max() <= math.sqrt(6 / (128 + 384))
