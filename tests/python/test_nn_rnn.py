@@ -456,3 +456,89 @@ def test_big_layers_initialise():
     assert np.abs(m.weight_hh_l0.detach().numpy()).max() <= 0.1
     out, _ = m(ft.randn(2, 3, 32))
     assert tuple(out.shape) == (2, 3, 100)
+
+
+# ---------------------------------------------------------------------------- packed
+rnn_utils = nn.utils.rnn
+
+
+def test_pack_pad_utilities():
+    rng = np.random.default_rng(20)
+    seqs = [rng.standard_normal((n, 2)) for n in (4, 2, 3)]
+    padded = rnn_utils.pad_sequence([ft.from_numpy(s) for s in seqs])
+    assert tuple(padded.shape) == (4, 3, 2)
+    exp = np.zeros((4, 3, 2))
+    for i, s in enumerate(seqs):
+        exp[:len(s), i] = s
+    np.testing.assert_array_equal(padded.numpy(), exp)
+    bf = rnn_utils.pad_sequence([ft.from_numpy(s) for s in seqs], batch_first=True,
+                                padding_value=-1.0, padding_side="left")
+    assert bf.numpy()[1, 0, 0] == -1.0
+    np.testing.assert_array_equal(bf.numpy()[1, 2:], seqs[1])
+
+    packed = rnn_utils.pack_sequence([ft.from_numpy(s) for s in seqs], enforce_sorted=False)
+    assert packed.batch_sizes.tolist() == [3, 3, 2, 1]
+    assert packed.sorted_indices.tolist() == [0, 2, 1]
+    assert packed.unsorted_indices.tolist() == [0, 2, 1]
+    order = [0, 2, 1]
+    exp_data = np.concatenate([np.stack([seqs[i][t] for i in order if len(seqs[i]) > t])
+                               for t in range(4)])
+    np.testing.assert_array_equal(packed.data.numpy(), exp_data)
+    out, lengths = rnn_utils.pad_packed_sequence(packed, batch_first=True, total_length=5)
+    assert lengths.tolist() == [4, 2, 3] and lengths.dtype == ft.int64
+    assert tuple(out.shape) == (3, 5, 2)
+    np.testing.assert_array_equal(out.numpy().transpose(1, 0, 2)[:4], exp)
+    back = rnn_utils.unpack_sequence(packed)
+    for a, b in zip(back, seqs):
+        np.testing.assert_array_equal(a.numpy(), b)
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        rnn_utils.pack_padded_sequence(padded, [4, 2, 3])
+    with pytest.raises(ValueError, match="Expected total_length to be at least"):
+        rnn_utils.pad_packed_sequence(packed, total_length=3)
+    p2 = rnn_utils.pack_padded_sequence(padded, ft.tensor([4, 2, 3]), enforce_sorted=False)
+    np.testing.assert_array_equal(p2.data.numpy(), packed.data.numpy())
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_packed_input_matches_per_sequence_runs(kind, bidirectional):
+    ft.manual_seed(21)
+    rng = np.random.default_rng(21)
+    m = MODULES[kind](3, 4, 2, bidirectional=bidirectional, batch_first=True).double()
+    lengths = [3, 5, 1, 4]
+    seqs = [rng.standard_normal((n, 3)) for n in lengths]
+    padded = rnn_utils.pad_sequence([ft.from_numpy(s) for s in seqs], batch_first=True)
+    packed = rnn_utils.pack_padded_sequence(padded, lengths, batch_first=True,
+                                            enforce_sorted=False)
+    D = 2 if bidirectional else 1
+    h0 = rng.standard_normal((2 * D, 4, 4))
+    c0 = rng.standard_normal((2 * D, 4, 4))
+    hx = (ft.from_numpy(h0), ft.from_numpy(c0)) if kind == "LSTM" else ft.from_numpy(h0)
+    out, h = m(packed, hx)
+    assert isinstance(out, rnn_utils.PackedSequence)
+    out_pad, out_len = rnn_utils.pad_packed_sequence(out, batch_first=True)
+    assert out_len.tolist() == lengths
+    out_pad = out_pad.detach().numpy()
+    for i, s in enumerate(seqs):
+        hi = (h0[:, i], c0[:, i]) if kind == "LSTM" else h0[:, i]
+        eo, eh, ec = ref_rnn(m, s, hi)  # unbatched reference on the sequence alone
+        np.testing.assert_allclose(out_pad[i, :len(s)], eo, rtol=1e-10, atol=1e-12)
+        assert not out_pad[i, len(s):].any()
+        hn = h[0] if kind == "LSTM" else h
+        np.testing.assert_allclose(hn.detach().numpy()[:, i], eh, rtol=1e-10, atol=1e-12)
+        if kind == "LSTM":
+            np.testing.assert_allclose(h[1].detach().numpy()[:, i], ec, rtol=1e-10,
+                                       atol=1e-12)
+
+
+def test_packed_lstm_gradcheck():
+    ft.manual_seed(22)
+    m = nn.LSTM(2, 2, bidirectional=True).double()
+    x = ft.randn(3, 2, 2, dtype=ft.float64, requires_grad=True)
+
+    def f(x, *ps):
+        packed = rnn_utils.pack_padded_sequence(x, [3, 2])
+        out, (h, c) = m(packed)
+        return out.data, h, c
+
+    assert gradcheck(f, (x, *m.parameters()))

@@ -3,7 +3,8 @@
 Parameter names, shapes, gate order and initialisation follow PyTorch. A layer computes the
 input projection of the whole sequence with one matmul (``x @ W_ih^T + b_ih`` for all time
 steps at once), then one matmul per step for ``h @ W_hh^T`` followed by the gate elementwise
-ops. ``PackedSequence`` inputs are not supported.
+ops. ``PackedSequence`` inputs run the same recurrence on the padded time-major layout,
+updating only the ``batch_sizes[t]`` sequences still running at step ``t``.
 """
 
 import math
@@ -16,6 +17,7 @@ from ferrotorch.nn import functional as F
 from ferrotorch.nn import init
 from ferrotorch.nn.modules.module import Module
 from ferrotorch.nn.parameter import Parameter
+from ferrotorch.nn.utils.rnn import PackedSequence, _packed_to_padded, _padded_to_packed
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -349,7 +351,10 @@ class RNNBase(Module):
                 f"got {input.size(-1)}")
 
     def get_expected_hidden_size(self, input, batch_sizes=None):
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
         num_directions = 2 if self.bidirectional else 1
         real = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * num_directions, mini_batch, real)
@@ -364,9 +369,14 @@ class RNNBase(Module):
         self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
 
     # -- the recurrence ----------------------------------------------------------------
-    def _run(self, x, hx):
+    def _run(self, x, hx, batch_sizes=None):
         """``x`` time-major (T, B, I); ``hx`` a list of per-(layer, direction) states
-        (``h`` or ``(h, c)``). Returns (output (T, B, D*H), list of final states)."""
+        (``h`` or ``(h, c)``). Returns (output (T, B, D*H), list of final states).
+
+        With ``batch_sizes`` (a packed input, sorted by decreasing length) only the first
+        ``batch_sizes[t]`` rows are updated at step ``t``: the other rows keep their state
+        (finished sequences keep their last state, not-yet-started ones in the reverse
+        direction keep the initial state) and their outputs are zero."""
         num_directions = 2 if self.bidirectional else 1
         finals = []
         T = x.shape[0]
@@ -386,19 +396,24 @@ class RNNBase(Module):
                 order = range(T - 1, -1, -1) if direction == 1 else range(T)
                 state = hx[idx]
                 ys = [None] * T
+                B = x.shape[1]
                 for t in order:
+                    bs = B if batch_sizes is None else batch_sizes[t]
+                    if bs == B:
+                        state = self._cell(steps[t], state, w_hh, b_hh, w_hr)
+                        ys[t] = state[0] if self.mode == "LSTM" else state
+                        continue
+                    # Packed input: update the running rows only.
                     if self.mode == "LSTM":
-                        state = _lstm_cell(steps[t], state[0], state[1], w_hh, b_hh, w_hr)
-                        ys[t] = state[0]
-                    elif self.mode == "GRU":
-                        state = _gru_cell(steps[t], state, w_hh, b_hh)
-                        ys[t] = state
-                    elif self.mode == "RNN_TANH":
-                        state = _rnn_tanh_cell(steps[t], state, w_hh, b_hh)
-                        ys[t] = state
+                        part = (state[0][:bs], state[1][:bs])
+                        new = self._cell(steps[t][:bs], part, w_hh, b_hh, w_hr)
+                        state = (_C.cat([new[0], state[0][bs:]], 0),
+                                 _C.cat([new[1], state[1][bs:]], 0))
+                        y = new[0]
                     else:
-                        state = _rnn_relu_cell(steps[t], state, w_hh, b_hh)
-                        ys[t] = state
+                        y = self._cell(steps[t][:bs], state[:bs], w_hh, b_hh, w_hr)
+                        state = _C.cat([y, state[bs:]], 0)
+                    ys[t] = F.pad(y, (0, 0, 0, B - bs))
                 finals.append(state)
                 if T == 0:
                     h_size = w_hr.shape[0] if w_hr is not None else self.hidden_size
@@ -410,8 +425,26 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         return x, finals
 
-    def _forward_impl(self, input, hx, is_lstm):
-        if self.batch_first:
+    def _cell(self, xw, state, w_hh, b_hh, w_hr):
+        if self.mode == "LSTM":
+            return _lstm_cell(xw, state[0], state[1], w_hh, b_hh, w_hr)
+        if self.mode == "GRU":
+            return _gru_cell(xw, state, w_hh, b_hh)
+        if self.mode == "RNN_TANH":
+            return _rnn_tanh_cell(xw, state, w_hh, b_hh)
+        return _rnn_relu_cell(xw, state, w_hh, b_hh)
+
+    def permute_hidden(self, hx, permutation):
+        if permutation is None:
+            return hx
+        if isinstance(hx, tuple):
+            return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
+        return hx.index_select(1, permutation)
+
+    def _forward_impl(self, input, hx, is_lstm, batch_sizes=None):
+        if batch_sizes is not None:
+            input = _packed_to_padded(input, batch_sizes)
+        elif self.batch_first:
             input = input.transpose(0, 1)
         if is_lstm:
             h0 = hx[0].unbind(0)
@@ -419,8 +452,10 @@ class RNNBase(Module):
             states = list(zip(h0, c0))
         else:
             states = list(hx.unbind(0))
-        out, finals = self._run(input, states)
-        if self.batch_first:
+        out, finals = self._run(input, states, batch_sizes)
+        if batch_sizes is not None:
+            out = _padded_to_packed(out, batch_sizes)
+        elif self.batch_first:
             out = out.transpose(0, 1)
         if is_lstm:
             h_n = _C.stack([s[0] for s in finals], 0)
@@ -468,7 +503,31 @@ class RNN(RNNBase):
         return _forward_simple(self, "RNN", input, hx)
 
 
+def _forward_packed(self, input, hx, is_lstm):
+    data, batch_sizes, sorted_indices, unsorted_indices = input
+    bs = [int(b) for b in batch_sizes.tolist()]
+    num_directions = 2 if self.bidirectional else 1
+    max_batch_size = bs[0] if bs else 0
+    real = self.proj_size if self.proj_size > 0 else self.hidden_size
+    if hx is None:
+        h0 = _C.zeros(self.num_layers * num_directions, max_batch_size, real, dtype=data.dtype)
+        if is_lstm:
+            c0 = _C.zeros(self.num_layers * num_directions, max_batch_size, self.hidden_size,
+                          dtype=data.dtype)
+            hx = (h0, c0)
+        else:
+            hx = h0
+    else:
+        hx = self.permute_hidden(tuple(hx) if is_lstm else hx, sorted_indices)
+    self.check_forward_args(data, hx, batch_sizes)
+    out, hidden = self._forward_impl(data, hx, is_lstm, bs)
+    output = PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices)
+    return output, self.permute_hidden(hidden, unsorted_indices)
+
+
 def _forward_simple(self, name, input, hx):
+    if isinstance(input, PackedSequence):
+        return _forward_packed(self, input, hx, False)
     if input.dim() not in (2, 3):
         raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D tensor "
                          "instead")
@@ -512,7 +571,10 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input, batch_sizes=None):
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
         num_directions = 2 if self.bidirectional else 1
         return (self.num_layers * num_directions, mini_batch, self.hidden_size)
 
@@ -524,6 +586,8 @@ class LSTM(RNNBase):
                                "Expected hidden[1] size {}, got {}")
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return _forward_packed(self, input, hx, True)
         if input.dim() not in (2, 3):
             raise ValueError(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D "
                              "instead")
