@@ -542,3 +542,26 @@ def test_packed_lstm_gradcheck():
         return out.data, h, c
 
     assert gradcheck(f, (x, *m.parameters()))
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_non_contiguous_input_and_state(kind):
+    ft.manual_seed(23)
+    rng = np.random.default_rng(23)
+    m = MODULES[kind](3, 4, 1, bidirectional=True).double()
+    xb = rng.standard_normal((2, 5, 6))
+    x = ft.from_numpy(xb).transpose(0, 1)[:, :, ::2]  # (5, 2, 3), strided
+    assert not x.is_contiguous()
+    h0b = rng.standard_normal((2, 2, 4))
+    h0 = ft.from_numpy(h0b).transpose(0, 1)  # (2, 2, 4) non-contiguous
+    xe = xb.transpose(1, 0, 2)[:, :, ::2]
+    h0e = h0b.transpose(1, 0, 2)
+    if kind == "LSTM":
+        got = run(m, x, (h0, h0))
+        exp = ref_rnn(m, xe, (h0e, h0e))
+    else:
+        got = run(m, x, h0)
+        exp = ref_rnn(m, xe, h0e)
+    for g, e in zip(got, exp):
+        if e is not None:
+            np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)

@@ -232,6 +232,10 @@ class RNNBase(Module):
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
                  device=None, dtype=None):
         super().__init__()
+        if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
+                or not 0 <= dropout <= 1):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -242,11 +246,6 @@ class RNNBase(Module):
         self.bidirectional = bidirectional
         self.proj_size = proj_size
         num_directions = 2 if bidirectional else 1
-
-        if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
-                or not 0 <= dropout <= 1):
-            raise ValueError("dropout should be a number in range [0, 1] representing the "
-                             "probability of an element being zeroed")
         if dropout > 0 and num_layers == 1:
             warnings.warn(
                 "dropout option adds dropout after all but last recurrent layer, so non-zero "
