@@ -273,3 +273,82 @@ def test_gru_sequence_classifier_with_dataloader():
         acc = (model(x).argmax(1) == y).float().mean().item()
     baseline = max(y.float().mean().item(), 1 - y.float().mean().item())
     assert acc > 0.9 and acc > baseline + 0.1, (acc, baseline)
+
+
+# ---------------------------------------------------------------------------- (g)
+def test_transformer_seq2seq_with_masks_and_greedy_decoding():
+    # The structure of the "language translation with nn.Transformer" tutorial on a toy
+    # task: translate a padded token sequence into its reverse, BOS ... EOS, with padding
+    # masks, a causal target mask and greedy decoding.
+    torch.manual_seed(0)
+    PAD, BOS, EOS = 0, 1, 2
+    vocab, d_model, max_len = 8, 32, 7
+
+    class Seq2Seq(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.src_embed = torch.nn.Embedding(vocab, d_model)
+            self.tgt_embed = torch.nn.Embedding(vocab, d_model)
+            self.pos = torch.nn.Parameter(torch.randn(max_len + 2, d_model))
+            self.transformer = torch.nn.Transformer(
+                d_model=d_model, nhead=4, num_encoder_layers=1, num_decoder_layers=1,
+                dim_feedforward=64, dropout=0.0, batch_first=True)
+            self.generator = torch.nn.Linear(d_model, vocab)
+
+        def encode(self, src, src_padding_mask):
+            x = self.src_embed(src) + self.pos[:src.size(1)]
+            return self.transformer.encoder(x, src_key_padding_mask=src_padding_mask)
+
+        def decode(self, tgt, memory, tgt_mask, memory_padding_mask):
+            y = self.tgt_embed(tgt) + self.pos[:tgt.size(1)]
+            return self.transformer.decoder(y, memory, tgt_mask=tgt_mask,
+                                            memory_key_padding_mask=memory_padding_mask)
+
+        def forward(self, src, tgt, src_padding_mask, tgt_mask):
+            memory = self.encode(src, src_padding_mask)
+            return self.generator(self.decode(tgt, memory, tgt_mask, src_padding_mask))
+
+    def make_batch(gen, n):
+        lengths = torch.randint(2, max_len - 1, (n,), generator=gen)
+        toks = torch.randint(3, vocab, (n, max_len), generator=gen)
+        pos = torch.arange(max_len).unsqueeze(0)
+        src = torch.where(pos < lengths.unsqueeze(1), toks, torch.tensor(PAD))
+        tgt = torch.full((n, max_len + 1), PAD, dtype=torch.long)
+        for i in range(n):
+            L = int(lengths[i])
+            seq = [BOS] + src[i, :L].flip(0).tolist() + [EOS]
+            tgt[i, :len(seq)] = torch.tensor(seq)
+        return src, tgt
+
+    model = Seq2Seq()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD)
+    gen = torch.Generator().manual_seed(0)
+    losses = []
+    for step in range(150):
+        src, tgt = make_batch(gen, 32)
+        tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+        tgt_mask = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
+        logits = model(src, tgt_in, src == PAD, tgt_mask)
+        loss = loss_fn(logits.reshape(-1, vocab), tgt_out.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert sum(losses[-10:]) / 10 < 0.1, losses[-10:]
+
+    model.eval()
+    src, tgt = make_batch(gen, 50)
+    with torch.no_grad():
+        memory = model.encode(src, src == PAD)
+        ys = torch.full((50, 1), BOS, dtype=torch.long)
+        for _ in range(max_len):
+            mask = torch.nn.Transformer.generate_square_subsequent_mask(ys.size(1))
+            out = model.generator(model.decode(ys, memory, mask, src == PAD))
+            ys = torch.cat([ys, out[:, -1].argmax(-1, keepdim=True)], 1)
+    correct = 0
+    for i in range(50):
+        expected = tgt[i].tolist()
+        n = expected.index(EOS) + 1
+        correct += ys[i, :n].tolist() == expected[:n]
+    assert correct >= 48, correct
