@@ -169,7 +169,7 @@ def test_gan_on_1d_gaussian():
     batch = 64
     ones = torch.ones(batch, 1)
     zeros = torch.zeros(batch, 1)
-    for step in range(1500):
+    for step in range(800):
         # Discriminator: real -> 1, fake -> 0 (fake detached: no generator gradient).
         real = torch.randn(batch, 1) * real_std + real_mean
         fake = generator(torch.randn(batch, latent_dim))
