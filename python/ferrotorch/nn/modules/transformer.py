@@ -90,7 +90,8 @@ class TransformerEncoderLayer(Module):
     ``norm2``, ``dropout1``, ``dropout2`` as in PyTorch.
 
     >>> import ferrotorch as torch
-    >>> layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=4, batch_first=True)
+    >>> layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=64,
+    ...                                          batch_first=True)
     >>> layer(torch.randn(2, 7, 16)).shape
     ferrotorch.Size([2, 7, 16])
     """
