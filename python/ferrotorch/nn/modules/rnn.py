@@ -332,9 +332,6 @@ class RNNBase(Module):
             s += f", bidirectional={self.bidirectional}"
         return s
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-
     # -- argument checks (PyTorch's messages) ------------------------------------------
     def check_input(self, input, batch_sizes=None):
         w = self._flat_weights[0]
