@@ -477,3 +477,13 @@ def test_compare_with_torch():
     np.testing.assert_allclose(a[1].detach().numpy(), b[1].detach().numpy(), rtol=1e-4,
                                atol=1e-5)
 
+
+
+def test_sdpa_gradgradcheck():
+    from ferrotorch.autograd import gradgradcheck
+
+    ft.manual_seed(15)
+    q = ft.randn(1, 2, 2, dtype=ft.float64, requires_grad=True)
+    k = ft.randn(1, 3, 2, dtype=ft.float64, requires_grad=True)
+    v = ft.randn(1, 3, 2, dtype=ft.float64, requires_grad=True)
+    assert gradgradcheck(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, k, v))

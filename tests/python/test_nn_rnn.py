@@ -565,3 +565,16 @@ def test_non_contiguous_input_and_state(kind):
     for g, e in zip(got, exp):
         if e is not None:
             np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+def test_gradgradcheck_cell_and_layer():
+    from ferrotorch.autograd import gradgradcheck
+
+    ft.manual_seed(24)
+    cell = nn.GRUCell(2, 2).double()
+    x = ft.randn(2, 2, dtype=ft.float64, requires_grad=True)
+    h = ft.randn(2, 2, dtype=ft.float64, requires_grad=True)
+    assert gradgradcheck(lambda x, h: cell(x, h), (x, h))
+    lstm = nn.LSTM(2, 2).double()
+    xs = ft.randn(3, 1, 2, dtype=ft.float64, requires_grad=True)
+    assert gradgradcheck(lambda xs: lstm(xs)[0], (xs,))
