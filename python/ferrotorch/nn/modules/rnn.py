@@ -59,17 +59,26 @@ def _steps(x):
 
 
 # ---------------------------------------------------------------------------- cell maths
-def _rnn_tanh_cell(xw, h, w_hh, b_hh):
-    return (xw + F.linear(h, w_hh, b_hh)).tanh()
+# ``xw`` is the step's input projection. For RNN/LSTM it already includes ``b_hh`` (folded
+# into the input-projection bias), so ``xw + h @ W_hh^T`` is ONE addmm per step; GRU keeps
+# ``b_hh`` separate because ``b_hn`` sits inside ``r * (W_hn h + b_hn)``. ``w_hh_t`` is
+# ``W_hh^T`` (a view taken once per layer).
+def _hh(xw, h, w_hh_t):
+    if h.dim() == 2:
+        return xw.addmm(h, w_hh_t)
+    return xw + h.matmul(w_hh_t)
 
 
-def _rnn_relu_cell(xw, h, w_hh, b_hh):
-    return (xw + F.linear(h, w_hh, b_hh)).relu()
+def _rnn_tanh_cell(xw, h, w_hh_t):
+    return _hh(xw, h, w_hh_t).tanh()
 
 
-def _lstm_cell(xw, h, c, w_hh, b_hh, w_hr=None):
-    gates = xw + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
+def _rnn_relu_cell(xw, h, w_hh_t):
+    return _hh(xw, h, w_hh_t).relu()
+
+
+def _lstm_cell(xw, h, c, w_hh_t, w_hr=None):
+    i, f, g, o = _hh(xw, h, w_hh_t).chunk(4, -1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     h = o.sigmoid() * c.tanh()
     if w_hr is not None:
@@ -77,14 +86,21 @@ def _lstm_cell(xw, h, c, w_hh, b_hh, w_hr=None):
     return h, c
 
 
-def _gru_cell(xw, h, w_hh, b_hh):
-    gh = F.linear(h, w_hh, b_hh)
+def _gru_cell(xw, h, w_hh_t, b_hh):
+    gh = h.matmul(w_hh_t) if b_hh is None else _hh(b_hh, h, w_hh_t)
     i_r, i_z, i_n = xw.chunk(3, -1)
     h_r, h_z, h_n = gh.chunk(3, -1)
     r = (i_r + h_r).sigmoid()
     z = (i_z + h_z).sigmoid()
     n = (i_n + r * h_n).tanh()
     return n + z * (h - n)
+
+
+def _input_bias(mode, b_ih, b_hh):
+    """Bias of the input projection: ``b_ih + b_hh`` except for GRU."""
+    if b_ih is None or mode == "GRU":
+        return b_ih
+    return b_ih + b_hh
 
 
 # ---------------------------------------------------------------------------- cells
@@ -165,11 +181,11 @@ class RNNCell(RNNCellBase):
         elif not is_batched:
             hx = hx.unsqueeze(0)
         self._check_hidden(input, hx)
-        xw = F.linear(input, self.weight_ih, self.bias_ih)
+        xw = F.linear(input, self.weight_ih, _input_bias("RNN", self.bias_ih, self.bias_hh))
         if self.nonlinearity == "tanh":
-            ret = _rnn_tanh_cell(xw, hx, self.weight_hh, self.bias_hh)
+            ret = _rnn_tanh_cell(xw, hx, self.weight_hh.t())
         elif self.nonlinearity == "relu":
-            ret = _rnn_relu_cell(xw, hx, self.weight_hh, self.bias_hh)
+            ret = _rnn_relu_cell(xw, hx, self.weight_hh.t())
         else:
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         return ret if is_batched else ret.squeeze(0)
@@ -192,8 +208,8 @@ class LSTMCell(RNNCellBase):
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
         self._check_hidden(input, hx[0], "[0]")
         self._check_hidden(input, hx[1], "[1]")
-        xw = F.linear(input, self.weight_ih, self.bias_ih)
-        h, c = _lstm_cell(xw, hx[0], hx[1], self.weight_hh, self.bias_hh)
+        xw = F.linear(input, self.weight_ih, _input_bias("LSTM", self.bias_ih, self.bias_hh))
+        h, c = _lstm_cell(xw, hx[0], hx[1], self.weight_hh.t())
         if not is_batched:
             return h.squeeze(0), c.squeeze(0)
         return h, c
@@ -215,7 +231,7 @@ class GRUCell(RNNCellBase):
             hx = hx.unsqueeze(0)
         self._check_hidden(input, hx)
         xw = F.linear(input, self.weight_ih, self.bias_ih)
-        ret = _gru_cell(xw, hx, self.weight_hh, self.bias_hh)
+        ret = _gru_cell(xw, hx, self.weight_hh.t(), self.bias_hh)
         return ret if is_batched else ret.squeeze(0)
 
 
@@ -386,6 +402,9 @@ class RNNBase(Module):
                 b_ih = getattr(self, names[2]) if self.bias else None
                 b_hh = getattr(self, names[3]) if self.bias else None
                 w_hr = getattr(self, names[-1]) if self.proj_size > 0 else None
+                w_hh_t = w_hh.t()
+                if self.mode != "GRU":
+                    b_ih, b_hh = _input_bias(self.mode, b_ih, b_hh), None
                 # One matmul for the input projection of every time step.
                 xw = F.linear(x, w_ih, b_ih)
                 steps = _steps(xw)
@@ -396,18 +415,18 @@ class RNNBase(Module):
                 for t in order:
                     bs = B if batch_sizes is None else batch_sizes[t]
                     if bs == B:
-                        state = self._cell(steps[t], state, w_hh, b_hh, w_hr)
+                        state = self._cell(steps[t], state, w_hh_t, b_hh, w_hr)
                         ys[t] = state[0] if self.mode == "LSTM" else state
                         continue
                     # Packed input: update the running rows only.
                     if self.mode == "LSTM":
                         part = (state[0][:bs], state[1][:bs])
-                        new = self._cell(steps[t][:bs], part, w_hh, b_hh, w_hr)
+                        new = self._cell(steps[t][:bs], part, w_hh_t, b_hh, w_hr)
                         state = (_C.cat([new[0], state[0][bs:]], 0),
                                  _C.cat([new[1], state[1][bs:]], 0))
                         y = new[0]
                     else:
-                        y = self._cell(steps[t][:bs], state[:bs], w_hh, b_hh, w_hr)
+                        y = self._cell(steps[t][:bs], state[:bs], w_hh_t, b_hh, w_hr)
                         state = _C.cat([y, state[bs:]], 0)
                     ys[t] = F.pad(y, (0, 0, 0, B - bs))
                 finals.append(state)
@@ -421,14 +440,14 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         return x, finals
 
-    def _cell(self, xw, state, w_hh, b_hh, w_hr):
+    def _cell(self, xw, state, w_hh_t, b_hh, w_hr):
         if self.mode == "LSTM":
-            return _lstm_cell(xw, state[0], state[1], w_hh, b_hh, w_hr)
+            return _lstm_cell(xw, state[0], state[1], w_hh_t, w_hr)
         if self.mode == "GRU":
-            return _gru_cell(xw, state, w_hh, b_hh)
+            return _gru_cell(xw, state, w_hh_t, b_hh)
         if self.mode == "RNN_TANH":
-            return _rnn_tanh_cell(xw, state, w_hh, b_hh)
-        return _rnn_relu_cell(xw, state, w_hh, b_hh)
+            return _rnn_tanh_cell(xw, state, w_hh_t)
+        return _rnn_relu_cell(xw, state, w_hh_t)
 
     def permute_hidden(self, hx, permutation):
         if permutation is None:
