@@ -195,3 +195,123 @@ class Softmin(_SoftmaxBase):
 class LogSoftmax(_SoftmaxBase):
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
+
+
+# ---------------------------------------------------------------------------- attention
+class MultiheadAttention(Module):
+    r"""Multi-head attention ``Concat(head_1, ..., head_h) W^O`` with
+    ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`` (PyTorch's parameters: ``in_proj_weight``
+    ``(3E, E)`` or ``q/k/v_proj_weight`` when ``kdim``/``vdim`` differ, ``in_proj_bias``,
+    ``out_proj``, optional ``bias_k``/``bias_v``). Inputs are ``(L, N, E)`` (``(N, L, E)``
+    with ``batch_first=True``) or unbatched ``(L, E)``.
+
+    >>> import ferrotorch as torch
+    >>> mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    >>> x = torch.randn(3, 5, 8)
+    >>> out, w = mha(x, x, x)
+    >>> tuple(out.shape), tuple(w.shape)
+    ((3, 5, 8), (3, 5, 5))
+    """
+
+    __constants__ = ["batch_first"]
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
+        from ferrotorch.nn.modules.linear import NonDynamicallyQuantizableLinear, _empty
+        from ferrotorch.nn.parameter import Parameter
+
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(
+                f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
+                f"and num_heads={num_heads} instead")
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+
+        def empty(*shape):
+            return _empty(*shape, dtype=dtype, device=device)
+
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(empty(embed_dim, embed_dim))
+            self.k_proj_weight = Parameter(empty(embed_dim, self.kdim))
+            self.v_proj_weight = Parameter(empty(embed_dim, self.vdim))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(empty(3 * embed_dim, embed_dim))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * embed_dim))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        device=device, dtype=dtype)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty(1, 1, embed_dim))
+            self.bias_v = Parameter(empty(1, 1, embed_dim))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        from ferrotorch.nn import init
+
+        # On ``.data``: see the note in rnn.py (in-place samplers on big leaves).
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight.data)
+        else:
+            init.xavier_uniform_(self.q_proj_weight.data)
+            init.xavier_uniform_(self.k_proj_weight.data)
+            init.xavier_uniform_(self.v_proj_weight.data)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias.data, 0.0)
+            init.constant_(self.out_proj.bias.data, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k.data)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v.data)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        is_batched = query.dim() == 3
+        if self.batch_first and is_batched:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        common = dict(training=self.training, key_padding_mask=key_padding_mask,
+                      need_weights=need_weights, attn_mask=attn_mask,
+                      average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if not self._qkv_same_embed_dim:
+            out, weights = F.multi_head_attention_forward(
+                query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+                self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+                self.out_proj.weight, self.out_proj.bias, use_separate_proj_weight=True,
+                q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+                v_proj_weight=self.v_proj_weight, **common)
+        else:
+            out, weights = F.multi_head_attention_forward(
+                query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+                self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+                self.out_proj.weight, self.out_proj.bias, **common)
+        if self.batch_first and is_batched:
+            return out.transpose(1, 0), weights
+        return out, weights
+
+
+__all__ += ["MultiheadAttention"]

@@ -6,3 +6,4 @@ from ferrotorch.nn.utils.clip_grad import (  # noqa: F401
 from ferrotorch.nn.utils.convert_parameters import (  # noqa: F401
     parameters_to_vector, vector_to_parameters,
 )
+from ferrotorch.nn.utils import rnn  # noqa: F401,E402
