@@ -5,14 +5,16 @@
 //! PyTorch: unsqueeze, pool, squeeze); 1-d resampling runs the 2-d kernels with H = 1 under
 //! its own autograd node. f32 and f64 are computed natively, f16/bf16 in f32.
 //!
-//! Backward nodes call the raw backward kernels below, so the gradients they return do not
-//! themselves require grad (no double backward through pooling); first-order gradients are
-//! exact.
+//! Every op here is linear in its input once the argmax indices (max pools) are fixed, so
+//! each backward applies the adjoint kernel through [`apply_linear`], which records the
+//! forward kernel as *its* backward: gradients of any order work (create_graph) while every
+//! step runs a raw kernel.
 
 use crate::autograd::{needs_grad, record};
 use crate::cpu::strided::PAR_THRESHOLD;
 use crate::{with_float_dtype, DType, Element, Error, FloatElement, Result, Tensor};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 // ============================================================================ parameters
 
@@ -291,6 +293,62 @@ fn finish<T: Element>(data: Vec<T>, shape: &[usize], dt: DType) -> Tensor {
     Tensor::from_vec_unchecked(data, shape).to_dtype(dt)
 }
 
+/// A linear map between tensors (a pooling/resampling kernel or its adjoint), computed in
+/// the compute dtype and returned in its argument's dtype.
+type LinFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+
+/// Build a [`LinFn`] from a kernel over contiguous data: `lin_map!(out_shape, |x: T| body)`
+/// where `body` gives the output as a `Vec<T>`.
+macro_rules! lin_map {
+    ($shape:expr, |$x:ident: $T:ident| $body:expr) => {{
+        let shape: Vec<usize> = $shape;
+        let f: LinFn = Arc::new(move |t: &Tensor| -> Result<Tensor> {
+            let dt = t.dtype();
+            let cd = dt.compute_dtype();
+            with_float_dtype!(
+                cd,
+                $T,
+                {
+                    let tc = prepared(t, cd);
+                    let $x: &[$T] = elems(&tc)?;
+                    Ok(finish($body, &shape, dt))
+                },
+                Err(Error::UnsupportedDType {
+                    op: "pooling",
+                    dtype: dt
+                })
+            )
+        });
+        f
+    }};
+}
+
+/// `f(x)`, recording node `name` when `x` needs grad. Its backward applies the adjoint `ft`
+/// through this same function (as node `ft_name`), so every order of derivative flows
+/// (create_graph works) while each step runs a raw kernel.
+fn apply_linear(
+    name: &'static str,
+    f: &LinFn,
+    ft_name: &'static str,
+    ft: &LinFn,
+    x: &Tensor,
+) -> Result<Tensor> {
+    let out = crate::no_grad(|| f(x))?;
+    if needs_grad(&[x]) && out.dtype().is_floating_point() {
+        let (f, ft) = (f.clone(), ft.clone());
+        record(
+            name,
+            &[x],
+            &[&out],
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(apply_linear(ft_name, &ft, name, &f, g)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    Ok(out)
+}
+
 // ============================================================================ raw kernels
 
 /// Max over each (dilated) window; NaN wins, as in PyTorch. Indices are flat over H*W.
@@ -352,6 +410,23 @@ fn max_pool_bwd<T: FloatElement>(gout: &[T], idx: &[i64], g: Geo) -> Vec<T> {
         }
     });
     gin
+}
+
+/// Values at the saved argmax indices (the adjoint of [`max_pool_bwd`]).
+fn gather_fwd<T: FloatElement>(x: &[T], idx: &[i64], g: Geo) -> Vec<T> {
+    let n = g.planes * g.out_plane();
+    let mut out = vec![zero::<T>(); n];
+    let in_plane = g.in_plane() as i64;
+    for_planes(&mut out, g.out_plane(), n, |p, o| {
+        let src = &x[p * g.in_plane()..(p + 1) * g.in_plane()];
+        let ix = &idx[p * g.out_plane()..(p + 1) * g.out_plane()];
+        for (e, &i) in o.iter_mut().zip(ix) {
+            if (0..in_plane).contains(&i) {
+                *e = src[i as usize];
+            }
+        }
+    });
+    out
 }
 
 /// Clipped average-pool window and its divisor, PyTorch's rules.
@@ -593,7 +668,9 @@ fn linear_taps<T: FloatElement>(
                 }
             };
             let i0 = (f64_of(real.floor()) as i64).min(isz as i64 - 1).max(0) as usize;
-            let l1 = (real - T::from_f64(i0 as f64)).max(zero::<T>()).min(one::<T>());
+            let l1 = (real - T::from_f64(i0 as f64))
+                .max(zero::<T>())
+                .min(one::<T>());
             let i1 = if i0 + 1 < isz { i0 + 1 } else { i0 };
             (i0, i1, one::<T>() - l1, l1)
         })
@@ -694,38 +771,52 @@ pub fn max_pool2d_with_indices(input: &Tensor, p: &MaxPool2dParams) -> Result<(T
             dtype: dt
         })
     );
-    record_indexed_max("MaxPool2DWithIndicesBackward0", input, &out, &idx, geo);
+    record_indexed_max(
+        (
+            "MaxPool2DWithIndicesBackward0",
+            "MaxPool2DWithIndicesBackwardBackward0",
+        ),
+        input,
+        &out,
+        &idx,
+        geo,
+    );
     Ok((out, idx))
 }
 
-/// Record the node of a max pool whose gradient is scattered to the saved argmax indices.
-fn record_indexed_max(name: &str, input: &Tensor, out: &Tensor, idx: &Tensor, geo: Geo) {
+/// Record the node of a max pool: its backward scatters the gradient to the saved argmax
+/// indices (node `name`), and the double backward gathers at them (node `back_name`).
+fn record_indexed_max(
+    names: (&'static str, &'static str),
+    input: &Tensor,
+    out: &Tensor,
+    idx: &Tensor,
+    geo: Geo,
+) {
     if !needs_grad(&[input]) {
         return;
     }
-    let saved_idx = idx.clone();
-    let in_shape = input.shape().to_vec();
-    let dt = input.dtype();
+    let (name, back_name) = names;
+    let (i1, i2) = (idx.clone(), idx.clone());
+    let gather = lin_map!(out.shape().to_vec(), |x: T| gather_fwd::<T>(
+        x,
+        elems::<i64>(&i1)?,
+        geo
+    ));
+    let scatter = lin_map!(input.shape().to_vec(), |g: T| max_pool_bwd::<T>(
+        g,
+        elems::<i64>(&i2)?,
+        geo
+    ));
     record(
         name,
         &[input],
-        &[out, &idx],
-        Box::new(move |grads| {
-            let Some(g) = &grads[0] else {
-                return Ok(vec![None]);
-            };
-            let ix = elems::<i64>(&saved_idx)?;
-            let cd = dt.compute_dtype();
-            let gin = with_float_dtype!(
-                cd,
-                T,
-                {
-                    let gc = prepared(g, cd);
-                    finish(max_pool_bwd::<T>(elems(&gc)?, ix, geo), &in_shape, dt)
-                },
-                return Err(Error::UnsupportedDType { op: "max_pool2d_backward", dtype: dt })
-            );
-            Ok(vec![Some(gin)])
+        &[out, idx],
+        Box::new(move |grads| match &grads[0] {
+            Some(g) => Ok(vec![Some(apply_linear(
+                back_name, &scatter, name, &gather, g,
+            )?)]),
+            None => Ok(vec![None]),
         }),
     );
 }
@@ -811,59 +902,20 @@ pub fn avg_pool2d(input: &Tensor, p: &AvgPool2dParams) -> Result<Tensor> {
     if p.divisor_override == Some(0) {
         return Err(Error::Runtime("divisor must be not zero".into()));
     }
-    let cd = float_compute_dtype("avg_pool2d", input)?;
+    float_compute_dtype("avg_pool2d", input)?;
     let (geo, shape) = window_geometry(input, &win, p.ceil_mode)?;
-    let dt = input.dtype();
     let (cip, div) = (p.count_include_pad, p.divisor_override);
-    let out = with_float_dtype!(
-        cd,
-        T,
-        {
-            let xc = prepared(input, cd);
-            finish(avg_pool_fwd::<T>(elems(&xc)?, geo, win, cip, div), &shape, dt)
-        },
-        return Err(Error::UnsupportedDType {
-            op: "avg_pool2d",
-            dtype: dt
-        })
-    );
-    let in_shape = input.shape().to_vec();
-    Ok(record_plane_op(
+    let fwd = lin_map!(shape, |x: T| avg_pool_fwd::<T>(x, geo, win, cip, div));
+    let bwd = lin_map!(input.shape().to_vec(), |g: T| avg_pool_bwd::<T>(
+        g, geo, win, cip, div
+    ));
+    apply_linear(
         "AvgPool2DBackward0",
+        &fwd,
+        "AvgPool2DBackwardBackward0",
+        &bwd,
         input,
-        out,
-        move |gc: &Tensor, cd| {
-            with_float_dtype!(
-                cd,
-                T,
-                { Ok(finish(avg_pool_bwd::<T>(elems(gc)?, geo, win, cip, div), &in_shape, dt)) },
-                Err(Error::UnsupportedDType { op: "avg_pool2d_backward", dtype: dt })
-            )
-        },
-    ))
-}
-
-/// Record a one-input node whose backward runs `bwd(contiguous grad in the compute dtype,
-/// compute dtype)`.
-fn record_plane_op(
-    name: &str,
-    input: &Tensor,
-    out: Tensor,
-    bwd: impl Fn(&Tensor, DType) -> Result<Tensor> + Send + 'static,
-) -> Tensor {
-    if needs_grad(&[input]) && out.dtype().is_floating_point() {
-        let cd = input.dtype().compute_dtype();
-        record(
-            name,
-            &[input],
-            &[&out],
-            Box::new(move |grads| match &grads[0] {
-                Some(g) => Ok(vec![Some(bwd(&prepared(g, cd), cd)?)]),
-                None => Ok(vec![None]),
-            }),
-        );
-    }
-    out
+    )
 }
 
 /// `avg_pool1d` on `(N, C, L)` or `(C, L)` (a 2-d average pool of height 1).
@@ -925,35 +977,17 @@ fn adaptive_geometry(op: &str, x: &Tensor, out: [i64; 2]) -> Result<(Geo, Vec<us
 /// `adaptive_avg_pool2d` on `(N, C, H, W)` or `(C, H, W)`, recording
 /// `AdaptiveAvgPool2DBackward0`.
 pub fn adaptive_avg_pool2d(input: &Tensor, output_size: [i64; 2]) -> Result<Tensor> {
-    let cd = float_compute_dtype("adaptive_avg_pool2d", input)?;
+    float_compute_dtype("adaptive_avg_pool2d", input)?;
     let (geo, shape) = adaptive_geometry("adaptive_avg_pool2d", input, output_size)?;
-    let dt = input.dtype();
-    let out = with_float_dtype!(
-        cd,
-        T,
-        {
-            let xc = prepared(input, cd);
-            finish(adaptive_avg_fwd::<T>(elems(&xc)?, geo), &shape, dt)
-        },
-        return Err(Error::UnsupportedDType {
-            op: "adaptive_avg_pool2d",
-            dtype: dt
-        })
-    );
-    let in_shape = input.shape().to_vec();
-    Ok(record_plane_op(
+    let fwd = lin_map!(shape, |x: T| adaptive_avg_fwd::<T>(x, geo));
+    let bwd = lin_map!(input.shape().to_vec(), |g: T| adaptive_avg_bwd::<T>(g, geo));
+    apply_linear(
         "AdaptiveAvgPool2DBackward0",
+        &fwd,
+        "AdaptiveAvgPool2DBackwardBackward0",
+        &bwd,
         input,
-        out,
-        move |gc: &Tensor, cd| {
-            with_float_dtype!(
-                cd,
-                T,
-                { Ok(finish(adaptive_avg_bwd::<T>(elems(gc)?, geo), &in_shape, dt)) },
-                Err(Error::UnsupportedDType { op: "adaptive_avg_pool2d_backward", dtype: dt })
-            )
-        },
-    ))
+    )
 }
 
 /// `adaptive_max_pool2d` returning (values, indices flat over H*W), recording
@@ -975,7 +1009,16 @@ pub fn adaptive_max_pool2d(input: &Tensor, output_size: [i64; 2]) -> Result<(Ten
             dtype: dt
         })
     );
-    record_indexed_max("AdaptiveMaxPool2DBackward0", input, &out, &idx, geo);
+    record_indexed_max(
+        (
+            "AdaptiveMaxPool2DBackward0",
+            "AdaptiveMaxPool2DBackwardBackward0",
+        ),
+        input,
+        &out,
+        &idx,
+        geo,
+    );
     Ok((out, idx))
 }
 
@@ -1040,7 +1083,7 @@ fn resample_geometry(
         )));
     }
     let spatial = &s[2..];
-    if spatial.iter().any(|&d| d == 0) || output_size.iter().any(|&d| d <= 0) {
+    if spatial.contains(&0) || output_size.iter().any(|&d| d <= 0) {
         let names = ["H", "W"];
         let skip = 2 - dims;
         let fmt = |v: Vec<String>| v.join(", ");
@@ -1074,14 +1117,14 @@ fn resample_geometry(
 
 fn nearest_impl(
     op: &'static str,
-    node: &'static str,
+    names: (&'static str, &'static str),
     input: &Tensor,
     dims: usize,
     output_size: &[i64],
     scales: &[Option<f64>],
     mode: NearestMode,
 ) -> Result<Tensor> {
-    let cd = float_compute_dtype(op, input)?;
+    float_compute_dtype(op, input)?;
     let (geo, shape) = resample_geometry(op, input, dims, output_size)?;
     let exact = mode == NearestMode::Exact;
     let sh = if dims == 2 {
@@ -1090,25 +1133,12 @@ fn nearest_impl(
         vec![0]
     };
     let sw = nearest_indices(geo.iw, geo.ow, scales[dims - 1], exact);
-    let dt = input.dtype();
-    let out = with_float_dtype!(
-        cd,
-        T,
-        {
-            let xc = prepared(input, cd);
-            finish(nearest_fwd::<T>(elems(&xc)?, geo, &sh, &sw), &shape, dt)
-        },
-        return Err(Error::UnsupportedDType { op, dtype: dt })
-    );
-    let in_shape = input.shape().to_vec();
-    Ok(record_plane_op(node, input, out, move |gc: &Tensor, cd| {
-        with_float_dtype!(
-            cd,
-            T,
-            { Ok(finish(nearest_bwd::<T>(elems(gc)?, geo, &sh, &sw), &in_shape, dt)) },
-            Err(Error::UnsupportedDType { op, dtype: dt })
-        )
-    }))
+    let (sh2, sw2) = (sh.clone(), sw.clone());
+    let fwd = lin_map!(shape, |x: T| nearest_fwd::<T>(x, geo, &sh, &sw));
+    let bwd = lin_map!(input.shape().to_vec(), |g: T| nearest_bwd::<T>(
+        g, geo, &sh2, &sw2
+    ));
+    apply_linear(names.0, &fwd, names.1, &bwd, input)
 }
 
 /// Nearest upsampling of `(N, C, L)` to length `output_size`. `scale` is the user's scale
@@ -1120,8 +1150,20 @@ pub fn upsample_nearest1d(
     mode: NearestMode,
 ) -> Result<Tensor> {
     let (op, node) = match mode {
-        NearestMode::Nearest => ("upsample_nearest1d", "UpsampleNearest1DBackward0"),
-        NearestMode::Exact => ("_upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0"),
+        NearestMode::Nearest => (
+            "upsample_nearest1d",
+            (
+                "UpsampleNearest1DBackward0",
+                "UpsampleNearest1DBackwardBackward0",
+            ),
+        ),
+        NearestMode::Exact => (
+            "_upsample_nearest_exact1d",
+            (
+                "UpsampleNearestExact1DBackward0",
+                "UpsampleNearestExact1DBackwardBackward0",
+            ),
+        ),
     };
     nearest_impl(op, node, input, 1, &[output_size], &[scale], mode)
 }
@@ -1134,50 +1176,48 @@ pub fn upsample_nearest2d(
     mode: NearestMode,
 ) -> Result<Tensor> {
     let (op, node) = match mode {
-        NearestMode::Nearest => ("upsample_nearest2d", "UpsampleNearest2DBackward0"),
-        NearestMode::Exact => ("_upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0"),
+        NearestMode::Nearest => (
+            "upsample_nearest2d",
+            (
+                "UpsampleNearest2DBackward0",
+                "UpsampleNearest2DBackwardBackward0",
+            ),
+        ),
+        NearestMode::Exact => (
+            "_upsample_nearest_exact2d",
+            (
+                "UpsampleNearestExact2DBackward0",
+                "UpsampleNearestExact2DBackwardBackward0",
+            ),
+        ),
     };
     nearest_impl(op, node, input, 2, &output_size, &scales, mode)
 }
 
 fn linear_impl(
     op: &'static str,
-    node: &'static str,
+    names: (&'static str, &'static str),
     input: &Tensor,
     dims: usize,
     output_size: &[i64],
     align_corners: bool,
     scales: &[Option<f64>],
 ) -> Result<Tensor> {
-    let cd = float_compute_dtype(op, input)?;
+    float_compute_dtype(op, input)?;
     let (geo, shape) = resample_geometry(op, input, dims, output_size)?;
-    let dt = input.dtype();
     let hs = if dims == 2 { scales[0] } else { None };
     let ws = scales[dims - 1];
-    let out = with_float_dtype!(
-        cd,
-        T,
-        {
-            let th = linear_taps::<T>(geo.ih, geo.oh, align_corners, hs);
-            let tw = linear_taps::<T>(geo.iw, geo.ow, align_corners, ws);
-            let xc = prepared(input, cd);
-            finish(bilinear_fwd::<T>(elems(&xc)?, geo, &th, &tw), &shape, dt)
-        },
-        return Err(Error::UnsupportedDType { op, dtype: dt })
-    );
-    let in_shape = input.shape().to_vec();
-    Ok(record_plane_op(node, input, out, move |gc: &Tensor, cd| {
-        with_float_dtype!(
-            cd,
-            T,
-            {
-                let th = linear_taps::<T>(geo.ih, geo.oh, align_corners, hs);
-                let tw = linear_taps::<T>(geo.iw, geo.ow, align_corners, ws);
-                Ok(finish(bilinear_bwd::<T>(elems(gc)?, geo, &th, &tw), &in_shape, dt))
-            },
-            Err(Error::UnsupportedDType { op, dtype: dt })
-        )
-    }))
+    let fwd = lin_map!(shape, |x: T| {
+        let th = linear_taps::<T>(geo.ih, geo.oh, align_corners, hs);
+        let tw = linear_taps::<T>(geo.iw, geo.ow, align_corners, ws);
+        bilinear_fwd::<T>(x, geo, &th, &tw)
+    });
+    let bwd = lin_map!(input.shape().to_vec(), |g: T| {
+        let th = linear_taps::<T>(geo.ih, geo.oh, align_corners, hs);
+        let tw = linear_taps::<T>(geo.iw, geo.ow, align_corners, ws);
+        bilinear_bwd::<T>(g, geo, &th, &tw)
+    });
+    apply_linear(names.0, &fwd, names.1, &bwd, input)
 }
 
 /// Linear interpolation of `(N, C, L)` to length `output_size` (`mode='linear'`).
@@ -1189,7 +1229,10 @@ pub fn upsample_linear1d(
 ) -> Result<Tensor> {
     linear_impl(
         "upsample_linear1d",
-        "UpsampleLinear1DBackward0",
+        (
+            "UpsampleLinear1DBackward0",
+            "UpsampleLinear1DBackwardBackward0",
+        ),
         input,
         1,
         &[output_size],
@@ -1207,7 +1250,10 @@ pub fn upsample_bilinear2d(
 ) -> Result<Tensor> {
     linear_impl(
         "upsample_bilinear2d",
-        "UpsampleBilinear2DBackward0",
+        (
+            "UpsampleBilinear2DBackward0",
+            "UpsampleBilinear2DBackwardBackward0",
+        ),
         input,
         2,
         &output_size,

@@ -96,7 +96,14 @@ fn max_pool2d(
     dilation: Option<&Bound<'_, PyAny>>,
     ceil_mode: bool,
 ) -> PyResult<PyTensor> {
-    let p = max2d_params("max_pool2d", kernel_size, stride, padding, dilation, ceil_mode)?;
+    let p = max2d_params(
+        "max_pool2d",
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    )?;
     let x = &input.inner;
     Ok(run(py, x.numel(), || pool::max_pool2d(x, &p))?.into())
 }
@@ -262,7 +269,8 @@ fn _adaptive_max_pool2d(
 }
 
 fn out_numel(x: &crate::Tensor, out: &[i64]) -> usize {
-    x.shape().iter().take(2).product::<usize>() * out.iter().map(|&v| v.max(0) as usize).product::<usize>()
+    x.shape().iter().take(2).product::<usize>()
+        * out.iter().map(|&v| v.max(0) as usize).product::<usize>()
 }
 
 #[pyfunction]

@@ -10,7 +10,7 @@ import pytest
 import ferrotorch as ft
 import ferrotorch.nn.functional as F
 from ferrotorch import nn
-from ferrotorch.autograd import gradcheck
+from ferrotorch.autograd import gradcheck, gradgradcheck
 
 RNG = np.random.default_rng(1234)
 
@@ -484,6 +484,26 @@ def test_gradcheck_resampling():
     assert F.interpolate(x, scale_factor=2).grad_fn.name() == "UpsampleNearest2DBackward0"
     assert F.interpolate(x, scale_factor=2, mode="bilinear").grad_fn.name() == \
         "UpsampleBilinear2DBackward0"
+
+
+def test_gradgradcheck():
+    x = t(RNG.standard_normal((1, 2, 4, 5)), grad=True)
+    assert gradgradcheck(lambda a: F.avg_pool2d(a, 2, 1, 1), (x,))
+    assert gradgradcheck(lambda a: F.adaptive_avg_pool2d(a, 3), (x,))
+    assert gradgradcheck(lambda a: F.interpolate(a, size=(3, 7), mode="bilinear"), (x,))
+    assert gradgradcheck(lambda a: F.interpolate(a, size=(6, 3)), (x,))
+    assert gradgradcheck(lambda a: F.interpolate(a[0], size=7, mode="linear",
+                                                 align_corners=True), (x,))
+    xd = t(distinct((1, 2, 4, 5)), grad=True)
+    assert gradgradcheck(lambda a: F.max_pool2d(a, 2, 1), (xd,))
+    assert gradgradcheck(lambda a: F.adaptive_max_pool2d(a, 2), (xd,))
+    assert gradgradcheck(lambda a: F.max_pool1d(a[0], 2), (xd,))
+    y = F.max_pool2d(xd, 2)
+    v = t(np.ones(tuple(y.shape)), grad=True)
+    (g,) = ft.autograd.grad(y, xd, v, create_graph=True)
+    assert g.grad_fn.name() == "MaxPool2DWithIndicesBackwardBackward0"
+    (gv,) = ft.autograd.grad(g.sum(), v)  # gathers ones at the argmaxes
+    np.testing.assert_array_equal(npy(gv), np.ones(tuple(y.shape)))
 
 
 def test_backward_float32_matches_numpy():
