@@ -413,6 +413,7 @@ def test_pixel_shuffle_roundtrip():
     np.testing.assert_array_equal(npy(F.pixel_unshuffle(out, 2)), x)
     np.testing.assert_array_equal(npy(nn.PixelShuffle(2)(t(x[0]))), ref[0])  # unbatched
     np.testing.assert_array_equal(npy(nn.PixelUnshuffle(2)(out)), x)
+    np.testing.assert_array_equal(npy(ft.pixel_unshuffle(ft.pixel_shuffle(t(x), 2), 2)), x)
     xx = t(x, grad=True)
     assert gradcheck(lambda a: F.pixel_shuffle(a, 2), (t(x[:, :, :2, :2], grad=True),))
     assert gradcheck(lambda a: F.pixel_unshuffle(a, 2), (t(x[:1, :2, :2, :4], grad=True),))
