@@ -257,9 +257,9 @@ def test_avg_pool_unbatched_noncontiguous_module():
     out = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)(xt)
     ref = avg_pool2d_ref(np.ascontiguousarray(x.transpose(2, 0, 1)), (3, 3), (2, 2), (1, 1),
                          False, False, None)
-    np.testing.assert_allclose(npy(out), ref, rtol=1e-12)
+    np.testing.assert_allclose(npy(out), ref, rtol=1e-12, atol=1e-13)
     out = nn.AvgPool1d(2)(t(x[:, :, 0]).t())  # (C=5, L=6), non-contiguous
-    np.testing.assert_allclose(npy(out), x[:, :, 0].T.reshape(5, 3, 2).mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(npy(out), x[:, :, 0].T.reshape(5, 3, 2).mean(-1), rtol=1e-12, atol=1e-13)
 
 
 # ---------------------------------------------------------------------------- adaptive pooling
@@ -292,14 +292,14 @@ def test_adaptive_none_unbatched_noncontiguous():
     xt = t(x).permute(2, 0, 1)  # (3, 7, 5) unbatched, non-contiguous
     out = nn.AdaptiveAvgPool2d((None, 2))(xt)
     ref, _ = adaptive_ref(np.ascontiguousarray(x.transpose(2, 0, 1)), 7, 2, "avg")
-    np.testing.assert_allclose(npy(out), ref, rtol=1e-12)
+    np.testing.assert_allclose(npy(out), ref, rtol=1e-12, atol=1e-13)
     out = nn.AdaptiveMaxPool2d(3)(xt)
     ref, _ = adaptive_ref(np.ascontiguousarray(x.transpose(2, 0, 1)), 3, 3, "max")
     np.testing.assert_array_equal(npy(out), ref)
     out = nn.AdaptiveMaxPool1d(4, return_indices=True)(xt[0])
     assert isinstance(out, tuple) and tuple(out[0].shape) == (7, 4)
     out = nn.AdaptiveAvgPool1d(1)(xt[0])
-    np.testing.assert_allclose(npy(out)[:, 0], x[:, :, 0].mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(npy(out)[:, 0], x[:, :, 0].mean(axis=1), rtol=1e-12, atol=1e-13)
 
 
 # ---------------------------------------------------------------------------- resampling
@@ -381,14 +381,14 @@ def test_interpolate_noncontiguous_half_and_area():
     xt = t(x).permute(2, 3, 0, 1)
     ref = bilinear_ref(np.ascontiguousarray(x.transpose(2, 3, 0, 1)), 7, 3, False)
     np.testing.assert_allclose(npy(F.interpolate(xt, size=(7, 3), mode="bilinear")), ref,
-                               rtol=1e-12)
+                               rtol=1e-12, atol=1e-13)
     xh = t(x.transpose(2, 3, 0, 1), np.float16)
     out = F.interpolate(xh, scale_factor=2, mode="nearest")
     assert out.dtype == ft.float16 and tuple(out.shape) == (2, 3, 8, 10)
     out = F.interpolate(xt, size=(2, 2), mode="area")
     ref, _ = adaptive_ref(np.ascontiguousarray(x.transpose(2, 3, 0, 1)).reshape(6, 4, 5), 2, 2,
                           "avg")
-    np.testing.assert_allclose(npy(out), ref.reshape(2, 3, 2, 2), rtol=1e-12)
+    np.testing.assert_allclose(npy(out), ref.reshape(2, 3, 2, 2), rtol=1e-12, atol=1e-13)
 
 
 def test_upsample_modules():
@@ -396,7 +396,7 @@ def test_upsample_modules():
     up = nn.Upsample(scale_factor=2, mode="nearest")
     np.testing.assert_array_equal(npy(up(t(x))), x.repeat(2, axis=2).repeat(2, axis=3))
     up = nn.UpsamplingBilinear2d(size=(5, 7))
-    np.testing.assert_allclose(npy(up(t(x))), bilinear_ref(x, 5, 7, True), rtol=1e-12)
+    np.testing.assert_allclose(npy(up(t(x))), bilinear_ref(x, 5, 7, True), rtol=1e-12, atol=1e-13)
     up = nn.UpsamplingNearest2d(scale_factor=3)
     assert tuple(up(t(x)).shape) == (1, 2, 9, 12)
     with warnings.catch_warnings():
@@ -607,3 +607,29 @@ def test_compare_with_torch():
         a = F.interpolate(t(x), **kw)
         b = torch.nn.functional.interpolate(torch.from_numpy(x), **kw)
         np.testing.assert_allclose(npy(a), b.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_large_inputs_parallel_path_and_half_backward():
+    x = RNG.standard_normal((4, 8, 64, 64))  # big enough to split planes over threads
+    xt = t(x, grad=True)
+    out = F.max_pool2d(xt, 2)
+    np.testing.assert_array_equal(npy(out), x.reshape(4, 8, 32, 2, 32, 2).max(axis=(3, 5)))
+    out.sum().backward()
+    assert npy(xt.grad).sum() == out.numel()
+    np.testing.assert_allclose(npy(F.avg_pool2d(t(x), 2)),
+                               x.reshape(4, 8, 32, 2, 32, 2).mean(axis=(3, 5)), rtol=1e-12,
+                               atol=1e-14)
+    np.testing.assert_allclose(npy(F.adaptive_avg_pool2d(t(x), 1))[..., 0, 0],
+                               x.mean(axis=(2, 3)), rtol=1e-10, atol=1e-14)
+    np.testing.assert_array_equal(npy(F.interpolate(t(x), scale_factor=2)),
+                                  x.repeat(2, axis=2).repeat(2, axis=3))
+    xu = t(x, grad=True)
+    F.interpolate(xu, scale_factor=2, mode="bilinear").sum().backward()
+    np.testing.assert_allclose(npy(xu.grad), 4.0, rtol=1e-12, atol=1e-13)
+    xh = t(x[:1, :2, :8, :8], np.float16, grad=True)
+    F.avg_pool2d(xh, 2).sum().backward()
+    assert xh.grad.dtype == ft.float16
+    np.testing.assert_array_equal(npy(xh.grad).astype(np.float64), 0.25)
+    # empty batch
+    assert tuple(F.interpolate(t(np.zeros((0, 2, 3, 3))), size=(5, 5)).shape) == (0, 2, 5, 5)
+    assert tuple(F.avg_pool2d(t(np.zeros((0, 2, 4, 4))), 2).shape) == (0, 2, 2, 2)
