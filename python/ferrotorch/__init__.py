@@ -50,3 +50,4 @@ __version__ = "0.1.0"
 from ferrotorch import _tensor_pickle
 from ferrotorch import nn, optim
 from ferrotorch.serialization import load, save
+from ferrotorch.nn.functional import pixel_shuffle, pixel_unshuffle  # torch.pixel_shuffle

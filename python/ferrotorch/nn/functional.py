@@ -921,3 +921,349 @@ if "layer_norm" not in globals():
         return out
 
     __all__ += ["layer_norm"]
+# ---------------------------------------------------------------------------- pooling
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """1-d max pooling over ``(N, C, L)`` or ``(C, L)``; returns ``(values, indices)``."""
+    return _C.max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """1-d max pooling over ``(N, C, L)`` or ``(C, L)`` (``stride`` defaults to the kernel)."""
+    if return_indices:
+        return _C.max_pool1d_with_indices(input, kernel_size, stride, padding, dilation,
+                                          ceil_mode)
+    return _C.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """2-d max pooling; returns ``(values, indices)`` with int64 indices flat over ``H*W``."""
+    return _C._max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """2-d max pooling over ``(N, C, H, W)`` or ``(C, H, W)``."""
+    if return_indices:
+        return _C._max_pool2d_with_indices(input, kernel_size, stride, padding, dilation,
+                                           ceil_mode)
+    return _C.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """1-d average pooling over ``(N, C, L)`` or ``(C, L)``."""
+    return _C.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-d average pooling over ``(N, C, H, W)`` or ``(C, H, W)``."""
+    return _C._avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override)
+
+
+def _adaptive_size(output_size, input, n):
+    """``output_size`` as ``n`` ints; ``None`` entries take the input's size (PyTorch's rule)."""
+    if isinstance(output_size, (list, tuple)):
+        sizes = list(output_size)
+        if len(sizes) == 1:
+            sizes = sizes * n
+    else:
+        sizes = [output_size] * n
+    if len(sizes) != n:
+        raise RuntimeError(f"adaptive pooling: output_size must be a single int or a tuple of "
+                           f"{n} ints, but got {output_size}")
+    in_sizes = input.shape[-n:] if input.ndim >= n else [None] * n
+    return [in_sizes[i] if s is None else s for i, s in enumerate(sizes)]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average over PyTorch's adaptive bins ``[floor(i*L/out), ceil((i+1)*L/out))``."""
+    return _C.adaptive_avg_pool1d(input, _adaptive_size(output_size, input, 1))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """2-d adaptive average pooling; ``None`` in ``output_size`` keeps that input size."""
+    return _C._adaptive_avg_pool2d(input, _adaptive_size(output_size, input, 2))
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _C.adaptive_max_pool1d(input, _adaptive_size(output_size, input, 1))
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """1-d adaptive max pooling (``return_indices`` also returns the argmax positions)."""
+    out = _C.adaptive_max_pool1d(input, _adaptive_size(output_size, input, 1))
+    return out if return_indices else out[0]
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _C._adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """2-d adaptive max pooling (``return_indices`` also returns flat ``H*W`` indices)."""
+    out = _C._adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
+    return out if return_indices else out[0]
+
+
+# ---------------------------------------------------------------------------- resampling
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resample the spatial dims of ``(N, C, L)`` / ``(N, C, H, W)`` input with PyTorch's
+    index rules. Modes: ``nearest``, ``nearest-exact``, ``linear`` (3-D), ``bilinear`` (4-D),
+    ``area``. When ``scale_factor`` is given (and not recomputed) it also sets the source
+    index spacing, exactly as in PyTorch."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {list(input.shape[2:])} and output size "
+                    f"of {size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                    "and output size in (o1, o2, ...,oK) format.")
+            output_size = [int(s) for s in size]
+        else:
+            output_size = [int(size)] * dim
+    elif scale_factor is not None:
+        output_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, "
+                    f"but got input with spatial dimensions of {list(input.shape[2:])} and "
+                    f"scale_factor of shape {scale_factor}. Please provide input tensor in "
+                    "(N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * dim
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+    if output_size is None:
+        output_size = [int(math.floor(float(input.shape[i + 2]) * scale_factors[i]))
+                       for i in range(dim)]
+        if recompute_scale_factor:
+            scale_factors = None
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not implemented")
+    scales = scale_factors if scale_factors is not None else [None] * max(dim, 0)
+    nd = input.ndim
+    if nd == 3 and mode == "nearest":
+        return _C._upsample_nearest1d(input, output_size, scales[0])
+    if nd == 4 and mode == "nearest":
+        return _C._upsample_nearest2d(input, output_size, scales[0], scales[1])
+    if nd == 3 and mode == "nearest-exact":
+        return _C._upsample_nearest_exact1d(input, output_size, scales[0])
+    if nd == 4 and mode == "nearest-exact":
+        return _C._upsample_nearest_exact2d(input, output_size, scales[0], scales[1])
+    if nd == 3 and mode == "area":
+        return adaptive_avg_pool1d(input, output_size)
+    if nd == 4 and mode == "area":
+        return adaptive_avg_pool2d(input, output_size)
+    if nd == 3 and mode == "linear":
+        return _C._upsample_linear1d(input, output_size, align_corners, scales[0])
+    if nd == 4 and mode == "bilinear":
+        return _C._upsample_bilinear2d(input, output_size, align_corners, scales[0], scales[1])
+    if nd == 3 and mode == "bilinear":
+        raise NotImplementedError("Got 3D input, but bilinear mode needs 4D input")
+    if nd == 3 and mode == "trilinear":
+        raise NotImplementedError("Got 3D input, but trilinear mode needs 5D input")
+    if nd == 4 and mode == "linear":
+        raise NotImplementedError("Got 4D input, but linear mode needs 3D input")
+    if nd == 4 and mode == "trilinear":
+        raise NotImplementedError("Got 4D input, but trilinear mode needs 5D input")
+    if mode in ("bicubic", "trilinear") or nd == 5:
+        raise NotImplementedError(f"interpolate: mode '{mode}' with {nd}D input is not "
+                                  "implemented in ferrotorch")
+    raise NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {nd}D) for the modes: "
+        f"nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate`."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use "
+                  "nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use "
+                  "nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """``(*, C*r*r, H, W) -> (*, C, H*r, W*r)`` (a reshape and a permute, differentiable)."""
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError("pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if c % (r * r) != 0:
+        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be "
+                           "divisible by the square of upscale_factor, but input.size(-3)="
+                           f"{c} is not divisible by {r * r}")
+    n = len(batch)
+    oc = c // (r * r)
+    x = input.reshape(tuple(batch) + (oc, r, r, h, w))
+    x = x.permute(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return x.reshape(tuple(batch) + (oc, h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """``(*, C, H*r, W*r) -> (*, C*r*r, H, W)``, the inverse of :func:`pixel_shuffle`."""
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if h % r != 0:
+        raise RuntimeError("pixel_unshuffle expects height to be divisible by downscale_factor, "
+                           f"but input.size(-2)={h} is not divisible by {r}")
+    if w % r != 0:
+        raise RuntimeError("pixel_unshuffle expects width to be divisible by downscale_factor, "
+                           f"but input.size(-1)={w} is not divisible by {r}")
+    n = len(batch)
+    x = input.reshape(tuple(batch) + (c, h // r, r, w // r, r))
+    x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return x.reshape(tuple(batch) + (c * r * r, h // r, w // r))
+
+
+# ---------------------------------------------------------------------------- channel dropout
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _feature_dropout(input, p, training, inplace, alpha=False):
+    """Drop whole channels: one Bernoulli draw per ``(N, C)`` entry, broadcast over the rest."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    mask_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    if alpha:
+        out = _alpha_dropout_apply(input, p, mask_shape)
+    elif p == 1.0:
+        out = input * 0.0
+    else:
+        keep = _float_mask(_C.rand(*mask_shape, dtype=input.dtype) >= p, input)
+        out = input * keep * (1.0 / (1.0 - p))
+    return input.copy_(out) if inplace else out
+
+
+def _alpha_dropout_apply(input, p, mask_shape):
+    if p == 1.0:
+        return input * 0.0
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    keep = _float_mask(_C.rand(*mask_shape, dtype=input.dtype) >= p, input)
+    return input * (keep * a) + ((keep - 1.0) * (alpha * a) + alpha * a * p)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` input with probability ``p``."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            "inputs).")
+    if input.ndim == 2:
+        out = _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
+        return input.copy_(out) if inplace and training and p > 0 else out
+    return _feature_dropout(input, p, training, inplace)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``(N, C, H, W)`` input (a 3-D input is treated as ``(N, C, L)``
+    with a warning, as in PyTorch)."""
+    _check_p(p)
+    nd = input.ndim
+    if nd not in (3, 4):
+        warnings.warn(
+            f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            "warning, please use dropout instead. Note that dropout2d exists to provide "
+            "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if nd == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input."""
+    _check_p(p)
+    nd = input.ndim
+    if nd not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            "warning, please use dropout instead. Note that dropout3d exists to provide "
+            "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    if nd == 4:
+        out = _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
+        return input.copy_(out) if inplace and training and p > 0 else out
+    return _feature_dropout(input, p, training, inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps the mean and variance of SELU activations (PyTorch's formula)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    out = _alpha_dropout_apply(input, p, tuple(input.shape))
+    return input.copy_(out) if inplace else out
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels."""
+    return _feature_dropout(input, p, training, inplace, alpha=True)
+
+
+__all__ += [
+    "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "interpolate", "upsample", "upsample_nearest",
+    "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle", "dropout1d", "dropout2d",
+    "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+]

@@ -10,3 +10,9 @@ from ferrotorch.nn.modules.sparse import Embedding  # noqa: F401
 from ferrotorch.nn.modules.loss import *  # noqa: F401,F403
 from ferrotorch.nn.modules.rnn import *  # noqa: F401,F403
 from ferrotorch.nn.modules.transformer import *  # noqa: F401,F403
+from ferrotorch.nn.modules.dropout import (  # noqa: F401
+    AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
+)
+from ferrotorch.nn.modules.pooling import *  # noqa: F401,F403
+from ferrotorch.nn.modules.upsampling import *  # noqa: F401,F403
+from ferrotorch.nn.modules.pixelshuffle import *  # noqa: F401,F403

@@ -1,0 +1,34 @@
+"""``PixelShuffle`` and ``PixelUnshuffle`` (PyTorch's ``torch.nn.modules.pixelshuffle``)."""
+
+from ferrotorch.nn import functional as F
+from ferrotorch.nn.modules.module import Module
+
+__all__ = ["PixelShuffle", "PixelUnshuffle"]
+
+
+class PixelShuffle(Module):
+    r"""Rearrange ``(*, C*r*r, H, W)`` into ``(*, C, H*r, W*r)``."""
+
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    r"""Rearrange ``(*, C, H*r, W*r)`` into ``(*, C*r*r, H, W)``."""
+
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
