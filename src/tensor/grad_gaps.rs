@@ -5,6 +5,7 @@
 //! whose backward uses public, differentiable Tensor ops (so `create_graph` works).
 
 use super::index::TensorOrScalar;
+use super::index_grad::{record_n, GradFn};
 use super::join::cat;
 use super::linalg::MatrixNormOrd;
 use super::reduce::reduce_mask;
@@ -665,4 +666,106 @@ fn record1(
             None => Ok(vec![None]),
         }),
     );
+}
+
+/// Gradient of a max/min/median-like reduction: `g` split evenly among the elements equal
+/// to the result `y` (NaN results go to the NaN elements).
+fn evenly(g: &Tensor, x: &Tensor, y: &Tensor, in_shape: &[usize], mask: &[bool]) -> Result<Tensor> {
+    let dt = x.dtype();
+    let yu = unreduce(y, in_shape, mask)?;
+    let m = no_grad(|| {
+        let eq = x.binary(&yu, BinaryOp::Eq)?;
+        let both_nan = x
+            .binary(x, BinaryOp::Ne)?
+            .binary(&yu.binary(&yu, BinaryOp::Ne)?, BinaryOp::LogicalAnd)?;
+        eq.binary(&both_nan, BinaryOp::LogicalOr)?.cast(dt)
+    })?;
+    let dims = mask_dims(mask);
+    let w = no_grad(|| div(&m, &m.sum(Some(&dims), true, None)?))?;
+    mul(&unreduce(g, in_shape, mask)?, &w)
+}
+
+impl Tensor {
+    /// `(min, max)` over `dim` (all elements when `None`); one node for both outputs, each
+    /// gradient split evenly among tied elements.
+    pub fn aminmax(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (lo, hi) = no_grad(|| self.aminmax_raw(dim, keepdim))?;
+        if needs_grad(&[self]) && self.dtype().is_floating_point() {
+            let dims: Option<Vec<i64>> = dim.map(|d| vec![d]);
+            let mask = reduce_mask(self.ndim(), dims.as_deref())?;
+            let s = self.shape().to_vec();
+            let saved = SavedTensor::new(self, "AminmaxBackward0");
+            let (lo_d, hi_d) = (lo.detach(), hi.detach());
+            record(
+                "AminmaxBackward0",
+                &[self],
+                &[&lo, &hi],
+                Box::new(move |grads| {
+                    let x = saved.get()?;
+                    let mut acc: Option<Tensor> = None;
+                    for (g, y) in [(&grads[0], &lo_d), (&grads[1], &hi_d)] {
+                        if let Some(g) = g {
+                            let r = evenly(g, x, y, &s, &mask)?;
+                            acc = Some(match acc {
+                                Some(a) => add(&a, &r)?,
+                                None => r,
+                            });
+                        }
+                    }
+                    Ok(vec![acc])
+                }),
+            );
+        }
+        Ok((lo, hi))
+    }
+
+    /// Lower median of the non-NaN elements as a 0-d tensor (gradient split among ties).
+    pub fn nanmedian_all(&self) -> Result<Tensor> {
+        let out = no_grad(|| self.nanmedian_all_raw())?;
+        if needs_grad(&[self]) && self.dtype().is_floating_point() {
+            let mask = vec![true; self.ndim()];
+            let s = self.shape().to_vec();
+            let saved = SavedTensor::new(self, "NanmedianBackward0");
+            let od = out.detach();
+            record1("NanmedianBackward0", self, &out, move |g| {
+                evenly(g, saved.get()?, &od, &s, &mask)
+            });
+        }
+        Ok(out)
+    }
+
+    /// `torch.linalg.cross`: cross product of 3-vectors along `dim` (inputs broadcast).
+    /// Gradients: `other x g` for `self`, `g x self` for `other`.
+    pub fn linalg_cross(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
+        let out = no_grad(|| self.linalg_cross_raw(other, dim))?;
+        if needs_grad(&[self, other]) && out.dtype().is_floating_point() {
+            let sa = SavedTensor::new(self, "LinalgCrossBackward0");
+            let sb = SavedTensor::new(other, "LinalgCrossBackward0");
+            let ga: GradFn = Box::new(move |g| sb.get()?.linalg_cross(g, dim));
+            let gb: GradFn = Box::new(move |g| g.linalg_cross(sa.get()?, dim));
+            record_n("LinalgCrossBackward0", vec![(self, ga), (other, gb)], &out);
+        }
+        Ok(out)
+    }
+}
+
+impl Tensor {
+    /// In-place `scatter_reduce` (recorded through [`Tensor::inplace`], so the saved `self`
+    /// is a snapshot of the old values).
+    pub fn scatter_reduce_(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<()> {
+        if self.grad_inplace(&[src]) {
+            return self.inplace(&[src], "scatter_reduce", |me| {
+                me.scatter_reduce(dim, index, src, reduce, include_self)
+            });
+        }
+        let r = no_grad(|| self.scatter_reduce_raw(dim, index, src, reduce, include_self))?;
+        self.copy_raw(&r)
+    }
 }

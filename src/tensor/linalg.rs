@@ -652,7 +652,7 @@ impl Tensor {
     }
 
     /// `torch.linalg.cross`: cross product of 3-vectors along `dim` (inputs broadcast).
-    pub fn linalg_cross(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
+    pub(crate) fn linalg_cross_raw(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
         if self.ndim() != other.ndim() {
             return Err(rt(
                 "linalg.cross: inputs must have the same number of dimensions.".into(),

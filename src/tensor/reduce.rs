@@ -380,7 +380,7 @@ impl Tensor {
     }
 
     /// `(min, max)` over `dim` (all when `None`).
-    pub fn aminmax(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn aminmax_raw(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let mask = match dim {
             None => vec![true; self.ndim()],
             Some(d) => one_dim(self, d)?,

@@ -391,6 +391,7 @@ def test_split_unbind_chunk_one_node(rng):
     np.testing.assert_allclose(x.grad.numpy(), g)
     x.grad = None
     (parts[0].sum() + 3 * parts[2].sum()).backward()
+    g[:, :2] = 1
     g[:, 4:] = 3
     np.testing.assert_allclose(x.grad.numpy(), g)
     assert x.unbind(0)[1].grad_fn.name() == "UnbindBackward0"
@@ -430,3 +431,47 @@ def test_split_pieces_inplace_and_views(rng):
     z = ft.zeros(4, 3)
     z.split(2, 0)[1].fill_(1.0)
     np.testing.assert_allclose(z.numpy()[2:], np.ones((2, 3)))
+
+
+# ---------------------------------------------------------------------- found by the survey
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_aminmax(rng, keepdim):
+    x = distinct(rng, 3, 4)
+    assert gradcheck(lambda t: ft.aminmax(t), (x,))
+    assert gradcheck(lambda t: t.aminmax(dim=1, keepdim=keepdim), (x,))
+    assert gradcheck(lambda t: t.t().aminmax(dim=-1, keepdim=keepdim).max, (x,))
+    assert gradgradcheck(lambda t: t.aminmax(dim=0, keepdim=keepdim), (x,))
+    lo, hi = x.aminmax(dim=0)
+    assert lo.grad_fn == hi.grad_fn and lo.grad_fn.name() == "AminmaxBackward0"
+    # ties: split evenly
+    y = leaf([[1.0, 3.0, 3.0], [0.0, 0.0, 2.0]])
+    lo, hi = y.aminmax(dim=1)
+    (lo.sum() + hi.sum()).backward()
+    np.testing.assert_allclose(y.grad.numpy(), [[1.0, 0.5, 0.5], [0.5, 0.5, 1.0]])
+
+
+def test_nanmedian_all(rng):
+    a = distinct(rng, 3, 3).detach().numpy()
+    a[0, 1] = np.nan
+    x = leaf(a)
+    out = x.nanmedian()
+    assert out.grad_fn.name() == "NanmedianBackward0"
+    out.backward()
+    vals = np.sort(a[~np.isnan(a)])
+    ref = (a == vals[(len(vals) - 1) // 2]).astype(np.float64)
+    np.testing.assert_allclose(x.grad.numpy(), ref)
+    assert gradcheck(lambda t: t.nanmedian(), (distinct(rng, 2, 3),))
+
+
+def test_cross(rng):
+    a, b = rand(rng, 2, 3), rand(rng, 2, 3)
+    assert gradcheck(lambda x, y: ft.linalg.cross(x, y), (a, b))
+    assert gradcheck(lambda x, y: ft.cross(x, y, dim=1), (a, b))
+    assert gradcheck(lambda x, y: x.t().cross(y.t(), dim=0), (a, b))
+    # broadcasting: a (1, 3) against (4, 3)
+    c = rand(rng, 1, 3)
+    assert gradcheck(lambda x, y: ft.linalg.cross(x, y), (c, rand(rng, 4, 3)))
+    assert gradgradcheck(lambda x, y: ft.linalg.cross(x, y), (a, b))
+    assert ft.linalg.cross(a, b).grad_fn.name() == "LinalgCrossBackward0"
