@@ -475,3 +475,20 @@ def test_cross(rng):
     assert gradcheck(lambda x, y: ft.linalg.cross(x, y), (c, rand(rng, 4, 3)))
     assert gradgradcheck(lambda x, y: ft.linalg.cross(x, y), (a, b))
     assert ft.linalg.cross(a, b).grad_fn.name() == "LinalgCrossBackward0"
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "prod"])
+def test_scatter_reduce_inplace_non_leaf(rng, reduce):
+    x = distinct(rng, 3, 4)
+    src = leaf(distinct(rng, 2, 4).detach().numpy() * 0.37)
+    idx = _index()
+
+    def f(a, s):
+        y = a * 1.0
+        r = y.scatter_reduce_(0, idx, s, reduce, include_self=True)
+        assert r is y
+        return y
+
+    assert gradcheck(f, (x, src))
+    ref = x.detach().scatter_reduce(0, idx, src.detach(), reduce)
+    np.testing.assert_allclose(f(x, src).detach().numpy(), ref.numpy())
