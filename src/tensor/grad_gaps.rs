@@ -153,7 +153,9 @@ impl Tensor {
         dtype: Option<DType>,
     ) -> Result<Tensor> {
         let out = no_grad(|| self.prod_raw(dims, keepdim, dtype))?;
-        if needs_grad(&[self]) && self.dtype().is_floating_point() && out.dtype().is_floating_point()
+        if needs_grad(&[self])
+            && self.dtype().is_floating_point()
+            && out.dtype().is_floating_point()
         {
             let mask = reduce_mask(self.ndim(), dims)?;
             let s = self.shape().to_vec();
@@ -195,7 +197,9 @@ impl Tensor {
     /// Cumulative product along `dim`. Gradient exact also when the input has zeros.
     pub fn cumprod(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         let out = no_grad(|| self.cumprod_raw(dim, dtype))?;
-        if needs_grad(&[self]) && self.dtype().is_floating_point() && out.dtype().is_floating_point()
+        if needs_grad(&[self])
+            && self.dtype().is_floating_point()
+            && out.dtype().is_floating_point()
         {
             let nd = self.ndim();
             let saved = SavedTensor::new(self, "CumprodBackward0");
@@ -243,7 +247,9 @@ impl Tensor {
         dtype: Option<DType>,
     ) -> Result<Tensor> {
         let out = no_grad(|| self.nansum_raw(dims, keepdim, dtype))?;
-        if needs_grad(&[self]) && self.dtype().is_floating_point() && out.dtype().is_floating_point()
+        if needs_grad(&[self])
+            && self.dtype().is_floating_point()
+            && out.dtype().is_floating_point()
         {
             let mask = reduce_mask(self.ndim(), dims)?;
             let s = self.shape().to_vec();
@@ -341,9 +347,15 @@ impl Tensor {
                         } else {
                             od.get()?.reshape(&keep_shape(&s, &mask))?
                         };
-                        mul(&unreduce(gv, &s, &mask)?, &div(&c, &muls(&y, n - correction)?)?)?
+                        mul(
+                            &unreduce(gv, &s, &mask)?,
+                            &div(&c, &muls(&y, n - correction)?)?,
+                        )?
                     } else {
-                        mul(&unreduce(gv, &s, &mask)?, &muls(&c, 2.0 / (n - correction))?)?
+                        mul(
+                            &unreduce(gv, &s, &mask)?,
+                            &muls(&c, 2.0 / (n - correction))?,
+                        )?
                     };
                     acc = Some(r);
                 }
@@ -623,10 +635,8 @@ fn scatter_prod_backward(
             .gather(dim, index)
     })?;
     let one = Tensor::ones(&[], dt);
-    let single = no_grad(|| {
-        src_zero
-            .binary(&nz.binary(&one, BinaryOp::Eq)?, BinaryOp::LogicalAnd)
-    })?;
+    let single =
+        no_grad(|| src_zero.binary(&nz.binary(&one, BinaryOp::Eq)?, BinaryOp::LogicalAnd))?;
     let masked_src = s.masked_fill(&single, Scalar::Int(1))?;
     let msrc_res = x.scatter_reduce(dim, index, &masked_src, "prod", include_self)?;
     let y = if is_grad_enabled() {

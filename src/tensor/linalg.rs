@@ -776,7 +776,7 @@ impl Tensor {
         let r = result.unwrap_or_else(|| self.clone());
         // Return a fresh tensor even for n == 1 (PyTorch returns a copy).
         Ok(if r.same_tensor(self) {
-            r.clone_data()
+            r.contiguous_recorded()
         } else {
             r
         })

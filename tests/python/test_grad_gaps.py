@@ -183,7 +183,7 @@ def test_scatter_reduce_prod_with_zeros(rng):
     src = leaf([0.0, 4.0, 0.5, 0.0, 0.0, 1.5])
     idx = ft.tensor([0, 1, 1, 2, 2, 0])
     for inc in (True, False):
-        assert gradcheck(lambda a, s: a.scatter_reduce(0, idx, s, "prod", include_self=inc),
+        assert gradcheck(lambda a, s, inc=inc: a.scatter_reduce(0, idx, s, "prod", include_self=inc),
                          (x, src))
 
 
@@ -245,7 +245,7 @@ def test_matrix_norm_orders(rng, ord):
             ref = ft.linalg.matrix_norm(b.detach(), ord, dim=dim, keepdim=keepdim)
             assert got.shape == ref.shape
             np.testing.assert_allclose(got.detach().numpy(), ref.numpy(), rtol=1e-10)
-            assert gradcheck(lambda t: ft.linalg.matrix_norm(t, ord, dim=dim, keepdim=keepdim),
+            assert gradcheck(lambda t, d=dim, k=keepdim: ft.linalg.matrix_norm(t, ord, dim=d, keepdim=k),
                              (b,))
     if ord in ("nuc", 1, math.inf):
         assert gradgradcheck(lambda t: ft.linalg.matrix_norm(t, ord), (m,))
@@ -347,8 +347,8 @@ def test_nansum_nanmean(rng, keepdim):
             assert gradcheck(lambda t: t.nansum(), (y,))
             assert gradcheck(lambda t: t.nanmean(), (y,))
         else:
-            assert gradcheck(lambda t: t.nansum(dims, keepdim=keepdim), (y,))
-            assert gradcheck(lambda t: t.transpose(0, 2).nanmean(dims, keepdim=keepdim), (y,))
+            assert gradcheck(lambda t, d=dims: t.nansum(d, keepdim=keepdim), (y,))
+            assert gradcheck(lambda t, d=dims: t.transpose(0, 2).nanmean(d, keepdim=keepdim), (y,))
     assert gradgradcheck(lambda t: t.nanmean(1) ** 2, (y,))
     assert x.nansum().grad_fn.name() == "NansumBackward0"
 
@@ -361,7 +361,7 @@ def test_var_mean_std_mean(rng, op, keepdim):
     assert gradcheck(lambda t: f(t), (x,))
     for dim in [0, (0, 2), -1]:
         for corr in (0, 1):
-            assert gradcheck(lambda t: f(t, dim, correction=corr, keepdim=keepdim), (x,))
+            assert gradcheck(lambda t, d=dim, c=corr: f(t, d, correction=c, keepdim=keepdim), (x,))
     assert gradcheck(lambda t: f(t.transpose(0, 2), 1, keepdim=keepdim)[0], (x,))
     assert gradcheck(lambda t: f(t, 1, keepdim=keepdim)[1], (x,))
     assert gradgradcheck(lambda t: f(t, 1, keepdim=keepdim), (x,))
@@ -492,3 +492,12 @@ def test_scatter_reduce_inplace_non_leaf(rng, reduce):
     assert gradcheck(f, (x, src))
     ref = x.detach().scatter_reduce(0, idx, src.detach(), reduce)
     np.testing.assert_allclose(f(x, src).detach().numpy(), ref.numpy())
+
+
+def test_matrix_power_one_records_clone(rng):
+    a = rand(rng, 3, 3)
+    r = a.matrix_power(1)
+    assert r.grad_fn.name() == "CloneBackward0"
+    assert gradcheck(lambda t: ft.linalg.matrix_power(t, 1), (a,))
+    assert gradcheck(lambda t: t.matrix_power(3), (a,))
+    assert gradcheck(lambda t: t.matrix_power(-2), (leaf(_spd(rng, 3)),))
