@@ -56,7 +56,7 @@ fn not_nan(x: &Tensor) -> Result<Tensor> {
 }
 
 fn has_zero(x: &Tensor) -> bool {
-    x.to_f64_vec().iter().any(|&v| v == 0.0)
+    x.to_f64_vec().contains(&0.0)
 }
 
 /// `t` narrowed to the leading `shape` in every dim (a recorded view); `t` when equal.
