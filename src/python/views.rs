@@ -719,8 +719,7 @@ impl PyTensor {
         let t = slf.borrow().inner.clone();
         let (i, s) = (to_tensor(index)?, to_tensor(src)?);
         run(slf.py(), t.numel(), || {
-            let r = t.scatter_reduce(dim, &i, &s, reduce, include_self)?;
-            t.copy_(&r)
+            t.scatter_reduce_(dim, &i, &s, reduce, include_self)
         })?;
         Ok(slf)
     }

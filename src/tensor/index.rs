@@ -997,7 +997,7 @@ impl Tensor {
     }
 
     /// `scatter_reduce` with `reduce` in sum/prod/mean/amax/amin (a new tensor).
-    pub fn scatter_reduce(
+    pub(crate) fn scatter_reduce_raw(
         &self,
         dim: i64,
         index: &Tensor,

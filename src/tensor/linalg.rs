@@ -652,7 +652,7 @@ impl Tensor {
     }
 
     /// `torch.linalg.cross`: cross product of 3-vectors along `dim` (inputs broadcast).
-    pub fn linalg_cross(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
+    pub(crate) fn linalg_cross_raw(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
         if self.ndim() != other.ndim() {
             return Err(rt(
                 "linalg.cross: inputs must have the same number of dimensions.".into(),
@@ -776,7 +776,7 @@ impl Tensor {
         let r = result.unwrap_or_else(|| self.clone());
         // Return a fresh tensor even for n == 1 (PyTorch returns a copy).
         Ok(if r.same_tensor(self) {
-            r.clone_data()
+            r.contiguous_recorded()
         } else {
             r
         })
@@ -1467,7 +1467,7 @@ impl Tensor {
     }
 
     /// `logdet`: `log(det)`, NaN for negative determinants, -inf for singular matrices.
-    pub fn logdet(&self) -> Result<Tensor> {
+    pub(crate) fn logdet_raw(&self) -> Result<Tensor> {
         let (s, l) = self.linalg_slogdet()?;
         with_linalg_dtype!(self.dtype(), T, {
             let (s, l) = (s.to_vec::<T>()?, l.to_vec::<T>()?);
@@ -1706,7 +1706,7 @@ impl Tensor {
     }
 
     /// `linalg.pinv(A, atol, rtol, hermitian)`.
-    pub fn linalg_pinv(
+    pub(crate) fn linalg_pinv_raw(
         &self,
         atol: Option<f64>,
         rtol: Option<f64>,
@@ -1908,7 +1908,7 @@ impl Tensor {
     }
 
     /// `linalg.matrix_norm(A, ord, dim, keepdim)`.
-    pub fn linalg_matrix_norm(
+    pub(crate) fn linalg_matrix_norm_raw(
         &self,
         ord: MatrixNormOrd,
         dims: (i64, i64),

@@ -4,6 +4,7 @@
 pub mod creation;
 mod elementwise;
 mod elementwise_grad;
+mod grad_gaps;
 mod index;
 mod index_grad;
 mod inplace;

@@ -236,7 +236,7 @@ impl Tensor {
     }
 
     /// Sum treating NaN as zero (`nansum`); same as `sum` for integers.
-    pub fn nansum(
+    pub(crate) fn nansum_raw(
         &self,
         dims: Option<&[i64]>,
         keepdim: bool,
@@ -254,7 +254,7 @@ impl Tensor {
     }
 
     /// Mean of the non-NaN elements (`nanmean`); floating point only.
-    pub fn nanmean(
+    pub(crate) fn nanmean_raw(
         &self,
         dims: Option<&[i64]>,
         keepdim: bool,
@@ -380,7 +380,7 @@ impl Tensor {
     }
 
     /// `(min, max)` over `dim` (all when `None`).
-    pub fn aminmax(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn aminmax_raw(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let mask = match dim {
             None => vec![true; self.ndim()],
             Some(d) => one_dim(self, d)?,
@@ -451,7 +451,7 @@ impl Tensor {
     }
 
     /// `(var, mean)` in one pass.
-    pub fn var_mean(
+    pub(crate) fn var_mean_raw(
         &self,
         dims: Option<&[i64]>,
         correction: f64,
@@ -466,7 +466,7 @@ impl Tensor {
     }
 
     /// `(std, mean)` in one pass.
-    pub fn std_mean(
+    pub(crate) fn std_mean_raw(
         &self,
         dims: Option<&[i64]>,
         correction: f64,
@@ -635,12 +635,12 @@ impl Tensor {
     }
 
     /// Running maximum along `dim` and the index where it was last attained.
-    pub fn cummax(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn cummax_raw(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         self.cum_extremum::<true>(dim)
     }
 
     /// Running minimum along `dim` and the index where it was last attained.
-    pub fn cummin(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+    pub(crate) fn cummin_raw(&self, dim: i64) -> Result<(Tensor, Tensor)> {
         self.cum_extremum::<false>(dim)
     }
 

@@ -224,35 +224,6 @@ impl Tensor {
         Ok(out)
     }
 
-    /// Product over `dims`; integer and bool inputs give int64 unless `dtype` is given.
-    /// Gradient: `g * prod / x` (exact when no input is zero).
-    pub fn prod(
-        &self,
-        dims: Option<&[i64]>,
-        keepdim: bool,
-        dtype: Option<DType>,
-    ) -> Result<Tensor> {
-        let out = no_grad(|| self.prod_raw(dims, keepdim, dtype))?;
-        if needs_grad(&[self]) && self.dtype().is_floating_point() {
-            let mask = reduce_mask(self.ndim(), dims)?;
-            let s = self.shape().to_vec();
-            let saved = SavedTensor::new(self, "ProdBackward0");
-            let od = SavedTensor::new(&out.detach(), "ProdBackward0");
-            let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
-            record1("ProdBackward0", self, &out, move |g| {
-                let x = saved.get()?;
-                let y = if is_grad_enabled() {
-                    x.prod(dims_v.as_deref(), keepdim, dtype)?
-                } else {
-                    od.get()?.clone()
-                };
-                let gy = mul(&unreduce(g, &s, &mask)?, &unreduce(&y, &s, &mask)?)?;
-                div(&gy, &to_dt(x.clone(), gy.dtype())?)
-            });
-        }
-        Ok(out)
-    }
-
     /// Largest element as a 0-d tensor (NaN if any element is NaN).
     pub fn max_all(&self) -> Result<Tensor> {
         let out = no_grad(|| self.max_all_raw())?;
@@ -508,30 +479,6 @@ impl Tensor {
                     return Ok(g.clone());
                 }
                 rev_cumsum(g, dim)
-            });
-        }
-        Ok(out)
-    }
-
-    /// Cumulative product along `dim`. Gradient exact when no input is zero.
-    pub fn cumprod(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-        let out = no_grad(|| self.cumprod_raw(dim, dtype))?;
-        if needs_grad(&[self]) && self.dtype().is_floating_point() {
-            let nd = self.ndim();
-            let saved = SavedTensor::new(self, "CumprodBackward0");
-            let od = SavedTensor::new(&out.detach(), "CumprodBackward0");
-            record1("CumprodBackward0", self, &out, move |g| {
-                if nd == 0 {
-                    return Ok(g.clone());
-                }
-                let x = saved.get()?;
-                let y = if is_grad_enabled() {
-                    x.cumprod(dim, dtype)?
-                } else {
-                    od.get()?.clone()
-                };
-                let r = rev_cumsum(&mul(g, &y)?, dim)?;
-                div(&r, &to_dt(x.clone(), r.dtype())?)
             });
         }
         Ok(out)

@@ -218,7 +218,7 @@ impl Tensor {
     }
 
     /// Lower median of the non-NaN elements.
-    pub fn nanmedian_all(&self) -> Result<Tensor> {
+    pub(crate) fn nanmedian_all_raw(&self) -> Result<Tensor> {
         Ok(self.median_impl(None, false, true)?.0)
     }
 

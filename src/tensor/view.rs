@@ -63,6 +63,43 @@ pub(crate) fn record_partial_view(
     })
 }
 
+/// Record ONE node for an op returning several views of `input` along dim `d` (split,
+/// unbind, chunk): its backward joins the pieces' gradients (zeros for pieces that got none)
+/// with `cat` (or `stack` for unbind), so they are combined in one accumulation.
+fn record_pieces(name: &str, input: &Tensor, pieces: &[Tensor], d: usize, stacked: bool) {
+    if pieces.is_empty() || !needs_grad(&[input]) || !input.dtype().is_floating_point() {
+        return;
+    }
+    let shapes: Vec<Vec<usize>> = pieces.iter().map(|p| p.shape().to_vec()).collect();
+    let dt = input.dtype();
+    let outs: Vec<&Tensor> = pieces.iter().collect();
+    record(
+        name,
+        &[input],
+        &outs,
+        Box::new(move |grads| {
+            if grads.iter().all(|g| g.is_none()) {
+                return Ok(vec![None]);
+            }
+            let gs: Vec<Tensor> = grads
+                .iter()
+                .zip(&shapes)
+                .map(|(g, s)| match g {
+                    Some(g) if g.dtype() == dt => Ok(g.clone()),
+                    Some(g) => g.cast(dt),
+                    None => Ok(Tensor::zeros(s, dt)),
+                })
+                .collect::<Result<_>>()?;
+            let r = if stacked {
+                super::join::stack(&gs, d as i64)?
+            } else {
+                super::join::cat(&gs, d as i64)?
+            };
+            Ok(vec![Some(r)])
+        }),
+    );
+}
+
 fn shape_i64(s: &[usize]) -> Vec<i64> {
     s.iter().map(|&x| x as i64).collect()
 }
@@ -568,9 +605,13 @@ impl Tensor {
             ));
         }
         let d = self.dim(dim)?;
-        (0..self.shape()[d])
-            .map(|i| self.select(d as i64, i as i64))
-            .collect()
+        let pieces = crate::no_grad(|| {
+            (0..self.shape()[d])
+                .map(|i| self.select(d as i64, i as i64))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        record_pieces("UnbindBackward0", self, &pieces, d, true);
+        Ok(pieces)
     }
 
     /// Pieces of `split_size` along `dim` (the last may be smaller).
@@ -597,13 +638,17 @@ impl Tensor {
         } else {
             ((size + split_size - 1) / split_size).max(1)
         };
-        (0..num)
-            .map(|i| {
-                let start = i * split_size;
-                let len = split_size.min(size - start);
-                self.narrow(d as i64, start, len)
-            })
-            .collect()
+        let pieces = crate::no_grad(|| {
+            (0..num)
+                .map(|i| {
+                    let start = i * split_size;
+                    let len = split_size.min(size - start);
+                    self.narrow(d as i64, start, len)
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        record_pieces("SplitBackward0", self, &pieces, d, false);
+        Ok(pieces)
     }
 
     /// Pieces with the given sizes along `dim` (they must add up to its size).
@@ -621,14 +666,18 @@ impl Tensor {
             )));
         }
         let mut start = 0i64;
-        sizes
-            .iter()
-            .map(|&s| {
-                let t = self.narrow(d as i64, start, s);
-                start += s;
-                t
-            })
-            .collect()
+        let pieces = crate::no_grad(|| {
+            sizes
+                .iter()
+                .map(|&s| {
+                    let t = self.narrow(d as i64, start, s);
+                    start += s;
+                    t
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        record_pieces("SplitWithSizesBackward0", self, &pieces, d, false);
+        Ok(pieces)
     }
 
     /// `chunks` nearly equal pieces along `dim` (fewer when the size doesn't allow).
