@@ -8,3 +8,10 @@ from ferrotorch.nn.modules.dropout import Dropout  # noqa: F401
 from ferrotorch.nn.modules.flatten import Flatten, Unflatten  # noqa: F401
 from ferrotorch.nn.modules.sparse import Embedding  # noqa: F401
 from ferrotorch.nn.modules.loss import *  # noqa: F401,F403
+from ferrotorch.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from ferrotorch.nn.modules.instancenorm import (  # noqa: F401
+    InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+)
+from ferrotorch.nn.modules.normalization import (  # noqa: F401
+    GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm,
+)
