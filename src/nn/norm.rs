@@ -268,19 +268,14 @@ pub fn batch_norm(
             eps,
         )
     })?;
-    if needs_grad(&[input]) || (crate::is_grad_enabled() && (requires(weight) || requires(bias)))
-    {
+    if needs_grad(&[input]) || (crate::is_grad_enabled() && (requires(weight) || requires(bias))) {
         {
             const NAME: &str = "NativeBatchNormBackward0";
             let sx = SavedTensor::new(input, NAME);
             let sw = weight.map(|w| SavedTensor::new(w, NAME));
             let (mean, rstd) = (r.mean.clone(), r.rstd.clone());
             let (has_w, has_b) = (weight.is_some(), bias.is_some());
-            let need = [
-                input.requires_grad(),
-                requires(weight),
-                requires(bias),
-            ];
+            let need = [input.requires_grad(), requires(weight), requires(bias)];
             let inputs = node_inputs(input, weight, bias);
             record(
                 NAME,
@@ -520,8 +515,7 @@ pub fn group_norm(
     eps: f64,
 ) -> Result<NormOutput> {
     let r = no_grad(|| group_norm_forward(input, num_groups, weight, bias, eps))?;
-    if needs_grad(&[input]) || (crate::is_grad_enabled() && (requires(weight) || requires(bias)))
-    {
+    if needs_grad(&[input]) || (crate::is_grad_enabled() && (requires(weight) || requires(bias))) {
         const NAME: &str = "NativeGroupNormBackward0";
         let sx = SavedTensor::new(input, NAME);
         let sw = weight.map(|w| SavedTensor::new(w, NAME));
@@ -629,11 +623,7 @@ fn group_norm_forward(
                 }
                 block_affine(xs, s, &scale, &shift)
             };
-            (
-                mean,
-                rstd,
-                Tensor::from_vec_unchecked(out, input.shape()),
-            )
+            (mean, rstd, Tensor::from_vec_unchecked(out, input.shape()))
         },
         unreachable!()
     );
@@ -802,7 +792,11 @@ fn rows_backward<T: Element>(
                 for (j, (ov, (gv, xv))) in o.iter_mut().zip(g.iter().zip(row)).enumerate() {
                     let gw = gv.to_f64() * wj(j);
                     let xhat = (xv.to_f64() - mu) * r;
-                    let v = if rms { gw - xhat * c2 } else { gw - c1 - xhat * c2 };
+                    let v = if rms {
+                        gw - xhat * c2
+                    } else {
+                        gw - c1 - xhat * c2
+                    };
                     *ov = T::from_f64(r * v);
                 }
             });
@@ -967,7 +961,8 @@ fn rows_backward_op(
             } else {
                 rows_backward(gs, xs, k, w.as_deref(), &mean, &rstd, rms, need)
             };
-            let dx = dx.map(|v| Tensor::from_vec_unchecked(v, input.shape()).to_dtype(input.dtype()));
+            let dx =
+                dx.map(|v| Tensor::from_vec_unchecked(v, input.shape()).to_dtype(input.dtype()));
             let dw = need[1].then(|| f64_tensor(dw, normalized_shape, wdt));
             let db = need[2].then(|| f64_tensor(db, normalized_shape, wdt));
             Ok((dx, dw, db))
@@ -1019,7 +1014,16 @@ pub fn layer_norm_backward(
     rstd: &Tensor,
     need: [bool; 3],
 ) -> Result<NormGrads> {
-    rows_backward_op(grad_out, input, normalized_shape, weight, mean, rstd, false, need)
+    rows_backward_op(
+        grad_out,
+        input,
+        normalized_shape,
+        weight,
+        mean,
+        rstd,
+        false,
+        need,
+    )
 }
 
 /// RMS normalisation over the trailing `normalized_shape` dims: `x / sqrt(mean(x^2) + eps) *
@@ -1037,17 +1041,8 @@ pub fn rms_norm(
         DType::BF16 => 0.0078125,
         _ => f32::EPSILON as f64,
     });
-    let r = no_grad(|| {
-        rows_forward_op(
-            "rms_norm",
-            input,
-            normalized_shape,
-            weight,
-            None,
-            eps,
-            true,
-        )
-    })?;
+    let r =
+        no_grad(|| rows_forward_op("rms_norm", input, normalized_shape, weight, None, eps, true))?;
     record_rows(
         "RmsNormBackward0",
         input,
@@ -1091,8 +1086,7 @@ fn record_rows(
     r: &NormOutput,
     rms: bool,
 ) {
-    if !(crate::is_grad_enabled()
-        && (input.requires_grad() || requires(weight) || requires(bias)))
+    if !(crate::is_grad_enabled() && (input.requires_grad() || requires(weight) || requires(bias)))
     {
         return;
     }

@@ -1,4 +1,5 @@
-"""``BatchNorm1d``, ``BatchNorm2d``, ``BatchNorm3d`` (PyTorch's ``torch/nn/modules/batchnorm.py``)."""
+"""``BatchNorm1d``, ``BatchNorm2d``, ``BatchNorm3d`` (PyTorch's
+``torch/nn/modules/batchnorm.py``)."""
 
 import ferrotorch
 from ferrotorch import _C
