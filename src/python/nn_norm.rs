@@ -1,5 +1,6 @@
 //! Python bindings for `crate::nn::norm`: `_C.batch_norm`, `_C.layer_norm`, `_C.group_norm`,
-//! `_C.rms_norm` (PyTorch's top-level argument orders) and `_C.native_layer_norm`.
+//! `_C.rms_norm` (PyTorch's top-level argument orders), `_C.native_layer_norm`, and the
+//! fused `_C._cross_entropy` (`crate::nn::loss`).
 
 use super::convert::{extract_dims, extract_i64_seq};
 use super::run;
@@ -145,11 +146,32 @@ fn rms_norm(
     Ok(r.output.into())
 }
 
+/// Fused cross entropy with int64 class-index targets (`F.cross_entropy`'s common case).
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.0))]
+fn _cross_entropy(
+    py: Python<'_>,
+    input: PyRef<'_, PyTensor>,
+    target: PyRef<'_, PyTensor>,
+    weight: Option<PyRef<'_, PyTensor>>,
+    reduction: &str,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> PyResult<PyTensor> {
+    let red = crate::nn::loss::Reduction::parse(reduction)?;
+    let (x, t, w) = (input.inner.clone(), target.inner.clone(), opt(&weight));
+    let r = run(py, x.numel(), || {
+        crate::nn::loss::cross_entropy(&x, &t, w.as_ref(), red, ignore_index, label_smoothing)
+    })?;
+    Ok(r.into())
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch_norm, m)?)?;
     m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(native_layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(group_norm, m)?)?;
     m.add_function(wrap_pyfunction!(rms_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(_cross_entropy, m)?)?;
     Ok(())
 }

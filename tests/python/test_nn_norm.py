@@ -504,3 +504,59 @@ def test_torch_comparison():
     ref = torch.nn.functional.group_norm(torch.from_numpy(x), 3, torch.from_numpy(w),
                                          torch.from_numpy(b))
     np.testing.assert_allclose(N(ours), ref.numpy(), rtol=1e-10, atol=1e-10)
+
+
+# ------------------------------------------------------------------ fused cross entropy
+def _ce_python(monkeypatch, *args, **kwargs):
+    with monkeypatch.context() as m:
+        m.setattr(F, "_fused_cross_entropy_ok", lambda *a: False)
+        return F.cross_entropy(*args, **kwargs)
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (3, 4, 2), (2, 3, 2, 3), (4,)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ls", [0.0, 0.2])
+def test_fused_cross_entropy_matches_python_path(monkeypatch, shape, reduction, weighted, ls):
+    c = shape[0] if len(shape) == 1 else shape[1]
+    tshape = () if len(shape) == 1 else (shape[0],) + shape[2:]
+    x = rand(*shape, scale=2.0)
+    tgt = RNG.integers(0, c, size=tshape).astype(np.int64)
+    if len(shape) > 1:
+        tgt.flat[0] = 1  # ignored below
+    else:
+        tgt = np.array(2, dtype=np.int64)
+    w = np.abs(rand(c)) + 0.1 if weighted else None
+    res = []
+    gout = rand(*(tshape if reduction == "none" else ()))
+    for fused in (True, False):
+        xt = T(x, grad=True)
+        args = (xt, ft.from_numpy(np.array(tgt)))
+        kw = dict(weight=None if w is None else T(w), reduction=reduction, ignore_index=1,
+                  label_smoothing=ls)
+        out = F.cross_entropy(*args, **kw) if fused else _ce_python(monkeypatch, *args, **kw)
+        if fused:
+            assert out.grad_fn.name() == "CrossEntropyLossBackward0"
+        (out * T(gout)).sum().backward()
+        res.append((N(out), xt.grad.numpy()))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-9, atol=1e-12)
+
+
+def test_fused_cross_entropy_float32_noncontig_gradcheck_and_errors(monkeypatch):
+    base = rand(4, 6, dtype=np.float32)
+    x = T(base).t()  # (6, 4), not contiguous
+    tgt = ft.from_numpy(RNG.integers(0, 4, size=6).astype(np.int64))
+    ours = F.cross_entropy(x, tgt)
+    ref = _ce_python(monkeypatch, x, tgt)
+    assert ours.dtype == ft.float32
+    np.testing.assert_allclose(ours.item(), ref.item(), rtol=1e-5)
+    xg = T(rand(3, 4, 2), grad=True)
+    tg = ft.from_numpy(np.array([[0, 3], [2, -100], [1, 1]], dtype=np.int64))
+    w = T(np.abs(rand(4)) + 0.1)
+    assert gradcheck(lambda a: F.cross_entropy(a, tg, weight=w, label_smoothing=0.1), (xg,))
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.cross_entropy(T(rand(2, 4)), ft.from_numpy(np.array([0, 7], dtype=np.int64)))
+    # everything ignored: mean is nan as in PyTorch
+    allign = F.cross_entropy(T(rand(2, 3)), ft.from_numpy(np.array([-100, -100])))
+    assert np.isnan(allign.item())

@@ -488,6 +488,22 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _fused_cross_entropy_ok(input, target, weight, reduction):
+    """The fused kernel covers class-index (int64) targets of the matching shape."""
+    if not hasattr(_C, "_cross_entropy") or reduction not in ("none", "mean", "sum"):
+        return False
+    if not input.is_floating_point() or target.dtype != _C.int64:
+        return False
+    if weight is not None and (weight.ndim != 1 or not weight.is_floating_point()):
+        return False
+    if input.ndim == 1:
+        return target.ndim == 0
+    if input.ndim < 2:
+        return False
+    want = (input.shape[0],) + tuple(input.shape[2:])
+    return tuple(target.shape) == want
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross entropy between ``log_softmax(input)`` over the class dimension (1, or 0 for
@@ -496,6 +512,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if _fused_cross_entropy_ok(input, target, weight, reduction):
+        return _C._cross_entropy(input, target, weight, reduction, int(ignore_index),
+                                 float(label_smoothing))
     class_dim = 0 if input.ndim == 1 else 1
     num_classes = input.shape[class_dim]
     logp = log_softmax(input, class_dim)
