@@ -560,3 +560,32 @@ def test_fused_cross_entropy_float32_noncontig_gradcheck_and_errors(monkeypatch)
     # everything ignored: mean is nan as in PyTorch
     allign = F.cross_entropy(T(rand(2, 3)), ft.from_numpy(np.array([-100, -100])))
     assert np.isnan(allign.item())
+
+
+def test_large_inputs_take_the_parallel_paths(monkeypatch):
+    # Sizes above PAR_THRESHOLD (2**15 elements) so rayon splits the work.
+    x = rand(8, 4, 48, 48, dtype=np.float32, shift=0.5)
+    ey, _, _ = np_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    np.testing.assert_allclose(N(F.batch_norm(T(x), None, None, training=True)), ey,
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(N(F.group_norm(T(x), 2)), np_group_norm(x, 2, None, None, 1e-5),
+                               rtol=1e-4, atol=1e-4)
+    xl = rand(600, 128)
+    wl = rand(128)
+    xt = T(xl, grad=True)
+    wt = T(wl, grad=True)
+    y = F.layer_norm(xt, [128], wt)
+    np.testing.assert_allclose(N(y), np_layer_norm(xl, 1, wl, None, 1e-5), rtol=1e-10,
+                               atol=1e-10)
+    g = rand(600, 128)
+    (y * T(g)).sum().backward()
+    xhat = np_layer_norm(xl, 1, None, None, 1e-5)
+    np.testing.assert_allclose(wt.grad.numpy(), (g * xhat).sum(0), rtol=1e-9, atol=1e-9)
+    gw = g * wl
+    rstd = 1 / np.sqrt(xl.var(1, keepdims=True) + 1e-5)
+    edx = rstd * (gw - gw.mean(1, keepdims=True) - xhat * (gw * xhat).mean(1, keepdims=True))
+    np.testing.assert_allclose(xt.grad.numpy(), edx, rtol=1e-9, atol=1e-9)
+    logits = T(rand(1000, 40))
+    tg = ft.from_numpy(RNG.integers(0, 40, size=1000).astype(np.int64))
+    np.testing.assert_allclose(F.cross_entropy(logits, tg).item(),
+                               _ce_python(monkeypatch, logits, tg).item(), rtol=1e-12)
