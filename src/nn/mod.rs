@@ -2,5 +2,6 @@
 //! normalisation, fused losses), each a Rust forward kernel plus a recorded backward.
 
 pub mod conv;
+pub mod loss;
 pub mod norm;
 pub mod pool;

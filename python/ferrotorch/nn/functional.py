@@ -488,6 +488,22 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _fused_cross_entropy_ok(input, target, weight, reduction):
+    """The fused kernel covers class-index (int64) targets of the matching shape."""
+    if not hasattr(_C, "_cross_entropy") or reduction not in ("none", "mean", "sum"):
+        return False
+    if not input.is_floating_point() or target.dtype != _C.int64:
+        return False
+    if weight is not None and (weight.ndim != 1 or not weight.is_floating_point()):
+        return False
+    if input.ndim == 1:
+        return target.ndim == 0
+    if input.ndim < 2:
+        return False
+    want = (input.shape[0],) + tuple(input.shape[2:])
+    return tuple(target.shape) == want
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross entropy between ``log_softmax(input)`` over the class dimension (1, or 0 for
@@ -496,6 +512,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if _fused_cross_entropy_ok(input, target, weight, reduction):
+        return _C._cross_entropy(input, target, weight, reduction, int(ignore_index),
+                                 float(label_smoothing))
     class_dim = 0 if input.ndim == 1 else 1
     num_classes = input.shape[class_dim]
     logp = log_softmax(input, class_dim)
@@ -895,32 +914,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
-if "layer_norm" not in globals():
-    # Fallback composed of tensor ops, used only until the native ``layer_norm`` lands.
-    def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-        """Normalise over the trailing ``normalized_shape`` dims (biased variance), then
-        scale by ``weight`` and shift by ``bias``."""
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        normalized_shape = tuple(normalized_shape)
-        n = len(normalized_shape)
-        if tuple(input.shape[input.dim() - n:]) != normalized_shape or input.dim() < n:
-            raise RuntimeError(
-                f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-                f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size"
-                f"{list(input.shape)}")
-        dims = tuple(range(input.dim() - n, input.dim()))
-        mean = input.mean(dims, keepdim=True)
-        centred = input - mean
-        var = (centred * centred).mean(dims, keepdim=True)
-        out = centred * (var + eps).rsqrt()
-        if weight is not None:
-            out = out * weight
-        if bias is not None:
-            out = out + bias
-        return out
 
-    __all__ += ["layer_norm"]
 # ---------------------------------------------------------------------------- pooling
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
@@ -1267,3 +1261,118 @@ __all__ += [
     "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle", "dropout1d", "dropout2d",
     "dropout3d", "alpha_dropout", "feature_alpha_dropout",
 ]
+# ---------------------------------------------------------------------------- normalisation
+def _verify_batch_size(size):
+    size_prods = size[0]
+    for i in range(len(size) - 2):
+        size_prods *= size[i + 2]
+    if size_prods == 1:
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got input size {size}"
+        )
+
+
+def _verify_spatial_size(size):
+    size_prods = 1
+    for i in range(2, len(size)):
+        size_prods *= size[i]
+    if size_prods == 1:
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {size}"
+        )
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) of an ``(N, C, *)`` input with the batch statistics
+    (``training=True``; the running statistics, when given, are updated in place with
+    ``momentum`` and the unbiased variance) or with the running statistics (evaluation)."""
+    if training:
+        _verify_batch_size(input.size())
+    if momentum is None:
+        momentum = 0.0
+    return _C.batch_norm(input, weight, bias, running_mean, running_var, bool(training),
+                         float(momentum), float(eps), True)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample separately (batch norm of the input seen as
+    ``(1, N*C, *)``); running statistics, when given, receive the mean over the batch."""
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    if input.ndim < 2:
+        raise ValueError(f"instance_norm: expected at least 2D input (got {input.ndim}D input)")
+    b, c = input.shape[0], input.shape[1]
+    shape = [1, b * c] + list(input.shape[2:])
+    weight_ = weight.repeat(b) if weight is not None else None
+    bias_ = bias.repeat(b) if bias is not None else None
+    rm_ = running_mean.repeat(b) if running_mean is not None else None
+    rv_ = running_var.repeat(b) if running_var is not None else None
+    out = batch_norm(input.contiguous().reshape(shape), rm_, rv_, weight_, bias_,
+                     use_input_stats, momentum, eps)
+    if use_input_stats:
+        import ferrotorch
+
+        with ferrotorch.no_grad():
+            if running_mean is not None:
+                running_mean.copy_(rm_.reshape(b, c).mean(0))
+            if running_var is not None:
+                running_var.copy_(rv_.reshape(b, c).mean(0))
+    return out.reshape(list(input.shape))
+
+
+def _shape_list(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return [normalized_shape]
+    return [int(d) for d in normalized_shape]
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims, then ``* weight + bias``."""
+    return _C.layer_norm(input, _shape_list(normalized_shape), weight, bias, float(eps))
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each group of ``C // num_groups`` channels of each sample, then apply a
+    per-channel ``weight`` and ``bias``."""
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"Expected at least 2 dimensions for input tensor but received {input.ndim}"
+        )
+    if num_groups > 0 and input.shape[1] % num_groups == 0:
+        _verify_batch_size(
+            [input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:])
+        )
+    return _C.group_norm(input, int(num_groups), weight, bias, float(eps), True)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x^2 over normalized_shape) + eps) * weight``; ``eps=None`` uses
+    ``torch.finfo(input.dtype).eps``."""
+    return _C.rms_norm(input, _shape_list(normalized_shape), weight,
+                       None if eps is None else float(eps))
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """``x / (k + alpha * mean of x^2 over a window of `size` neighbouring channels)^beta``
+    (windows zero-padded at the channel edges, divided by ``size`` as PyTorch)."""
+    dim = input.ndim
+    if dim < 3:
+        raise ValueError(
+            f"Expected 3D or higher dimensionality input (got {dim} dimensions)"
+        )
+    if input.numel() == 0:
+        return input
+    c = input.shape[1]
+    sq = input * input
+    padded = pad(sq, [0, 0] * (dim - 2) + [size // 2, (size - 1) // 2])
+    acc = padded.narrow(1, 0, c)
+    for j in range(1, size):
+        acc = acc + padded.narrow(1, j, c)
+    div = (acc * (alpha / size) + k).pow(beta)
+    return input / div
+
+
+__all__ += ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
+            "local_response_norm"]

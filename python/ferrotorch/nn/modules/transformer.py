@@ -9,54 +9,15 @@ from ferrotorch.nn import init
 from ferrotorch.nn.modules.activation import MultiheadAttention
 from ferrotorch.nn.modules.container import ModuleList
 from ferrotorch.nn.modules.dropout import Dropout
-from ferrotorch.nn.modules.linear import Linear, _empty
+from ferrotorch.nn.modules.linear import Linear
 from ferrotorch.nn.modules.module import Module
-from ferrotorch.nn.parameter import Parameter
+from ferrotorch.nn.modules.normalization import LayerNorm
 
 __all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer"]
 
 
-class _LayerNorm(Module):
-    """Fallback ``LayerNorm`` (tensor ops), used only while ``nn.LayerNorm`` does not exist."""
-
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
-                 device=None, dtype=None):
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_empty(*self.normalized_shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(_empty(*self.normalized_shape, dtype=dtype,
-                                             device=device))
-            else:
-                self.register_parameter("bias", None)
-            init.ones_(self.weight.data)
-            if self.bias is not None:
-                init.zeros_(self.bias.data)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-
-    def forward(self, input):
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self):
-        return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
-
-
-_LayerNorm.__name__ = "LayerNorm"
-
-
 def _layer_norm(d_model, eps, bias, device=None, dtype=None):
-    from ferrotorch import nn
-
-    cls = getattr(nn, "LayerNorm", None) or _LayerNorm
     kwargs = {"eps": eps}
     if not bias:
         kwargs["bias"] = False
@@ -64,7 +25,7 @@ def _layer_norm(d_model, eps, bias, device=None, dtype=None):
         kwargs["device"] = device
     if dtype is not None:
         kwargs["dtype"] = dtype
-    return cls(d_model, **kwargs)
+    return LayerNorm(d_model, **kwargs)
 
 
 def _get_activation_fn(activation):

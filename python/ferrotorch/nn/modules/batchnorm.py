@@ -1,0 +1,133 @@
+"""``BatchNorm1d``, ``BatchNorm2d``, ``BatchNorm3d`` (PyTorch's
+``torch/nn/modules/batchnorm.py``)."""
+
+import ferrotorch
+from ferrotorch import _C
+from ferrotorch.nn import functional as F
+from ferrotorch.nn import init
+from ferrotorch.nn.modules.module import Module
+from ferrotorch.nn.parameter import Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+
+
+def _vector(n, fill, dtype=None, device=None):
+    t = _C.full((n,), fill, dtype=dtype)
+    if device is not None:
+        t = t.to(device)
+    return t
+
+
+class _NormBase(Module):
+    """Common base of batch and instance norm: affine parameters and running statistics."""
+
+    _version = 2
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = Parameter(_vector(num_features, 1.0, dtype, device))
+            self.bias = Parameter(_vector(num_features, 0.0, dtype, device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if self.track_running_stats:
+            self.register_buffer("running_mean", _vector(num_features, 0.0, dtype, device))
+            self.register_buffer("running_var", _vector(num_features, 1.0, dtype, device))
+            self.register_buffer("num_batches_tracked",
+                                 _C.tensor(0, dtype=ferrotorch.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def _check_input_dim(self, input):
+        raise NotImplementedError
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            # Checkpoints from before num_batches_tracked existed (as PyTorch).
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked
+                                   if self.num_batches_tracked is not None
+                                   else _C.tensor(0, dtype=ferrotorch.int64))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                      missing_keys, unexpected_keys, error_msgs)
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input):
+        self._check_input_dim(input)
+        exponential_average_factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            if self.num_batches_tracked is not None:
+                self.num_batches_tracked.add_(1)
+                if self.momentum is None:  # cumulative moving average
+                    exponential_average_factor = 1.0 / float(self.num_batches_tracked.item())
+                else:
+                    exponential_average_factor = self.momentum
+        if self.training:
+            bn_training = True
+        else:
+            bn_training = (self.running_mean is None) and (self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(
+            input,
+            self.running_mean if use_running else None,
+            self.running_var if use_running else None,
+            self.weight,
+            self.bias,
+            bn_training,
+            exponential_average_factor,
+            self.eps,
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    r"""Batch normalisation over a 2-D ``(N, C)`` or 3-D ``(N, C, L)`` input."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    r"""Batch normalisation over a 4-D ``(N, C, H, W)`` input."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    r"""Batch normalisation over a 5-D ``(N, C, D, H, W)`` input."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
