@@ -34,7 +34,7 @@ KERNEL_DIR = ROOT / "cuda_kernels"
 MANIFEST = KERNEL_DIR / "manifest.txt"
 DEFAULT_ARCHES = ("sm_80", "sm_90")
 # Options shared with the Rust side (see cuda_kernels/README.md, "Compiling").
-BASE_OPTIONS = ("--std=c++17", "--use_fast_math=false", "-default-device")
+BASE_OPTIONS = ("--std=c++17", "-default-device")
 
 
 class NvrtcNotFound(RuntimeError):
