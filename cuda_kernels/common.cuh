@@ -8,6 +8,9 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+// Generic templates compare unsigned types with zero; that is intended.
+#pragma nv_diag_suppress 186
+
 // ---------------------------------------------------------------------------------------------
 // Strided layout, passed BY VALUE as a kernel argument (144 bytes).
 // Rust mirror:
@@ -28,7 +31,7 @@ struct StridedLayout {
 
 // Element offset (including layout.offset) of the element whose row-major linear index, over
 // layout.shape, is `i`.
-__device__ __forceinline__ long long strided_offset(long long i, const StridedLayout& l) {
+__device__ __noinline__ long long strided_offset(long long i, const StridedLayout& l) {
     long long off = l.offset;
     for (int d = l.ndim - 1; d >= 0; --d) {
         const long long s = l.shape[d];
