@@ -112,6 +112,10 @@ template <typename T> __device__ __forceinline__ typename FloatAccT<T>::type loa
     return static_cast<typename FloatAccT<T>::type>(to_acc(x));
 }
 
+// float +inf and quiet NaN (NVRTC has no <cmath> macros); convert to double exactly.
+#define FT_INF (__int_as_float(0x7f800000))
+#define FT_NAN (__int_as_float(0x7fc00000))
+
 template <typename T> __device__ __forceinline__ bool ft_isnan(T v) { return false; }
 __device__ __forceinline__ bool ft_isnan(float v) { return isnan(v); }
 __device__ __forceinline__ bool ft_isnan(double v) { return isnan(v); }
