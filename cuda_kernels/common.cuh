@@ -221,6 +221,78 @@ template <typename A, typename Op> __device__ A block_reduce(A v, Op op, A ident
     return smem[0];
 }
 
+// Welford mean/variance accumulator (merged across threads with Chan et al.'s formula).
+template <typename A> struct Welford {
+    A mean, m2, n;
+    __device__ __forceinline__ void push(A x) {
+        n += A(1);
+        A d = x - mean;
+        mean += d / n;
+        m2 += d * (x - mean);
+    }
+    __device__ __forceinline__ void merge(A nb, A meanb, A m2b) {
+        if (nb == A(0)) return;
+        if (n == A(0)) {
+            n = nb;
+            mean = meanb;
+            m2 = m2b;
+            return;
+        }
+        A nt = n + nb, d = meanb - mean;
+        mean += d * nb / nt;
+        m2 += m2b + d * d * n * nb / nt;
+        n = nt;
+    }
+};
+
+template <typename A> __device__ __forceinline__ void warp_welford(Welford<A>& w) {
+    for (int o = 16; o > 0; o >>= 1) {
+        A nb = __shfl_down_sync(FT_FULL_MASK, w.n, o);
+        A mb = __shfl_down_sync(FT_FULL_MASK, w.mean, o);
+        A m2b = __shfl_down_sync(FT_FULL_MASK, w.m2, o);
+        w.merge(nb, mb, m2b);
+    }
+}
+
+// Result valid in thread 0 only.
+template <typename A> __device__ void block_welford(Welford<A>& w) {
+    __shared__ A sn[32], sm[32], sm2[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nwarps = (blockDim.x + 31) >> 5;
+    warp_welford(w);
+    __syncthreads();
+    if (lane == 0) {
+        sn[warp] = w.n;
+        sm[warp] = w.mean;
+        sm2[warp] = w.m2;
+    }
+    __syncthreads();
+    if (threadIdx.x < nwarps) {
+        w.n = sn[threadIdx.x];
+        w.mean = sm[threadIdx.x];
+        w.m2 = sm2[threadIdx.x];
+    } else {
+        w.n = w.mean = w.m2 = A(0);
+    }
+    if (warp == 0) warp_welford(w);
+}
+
+// As block_welford, but every thread gets the result.
+template <typename A> __device__ void block_welford_all(Welford<A>& w) {
+    __shared__ A res[3];
+    block_welford(w);
+    if (threadIdx.x == 0) {
+        res[0] = w.n;
+        res[1] = w.mean;
+        res[2] = w.m2;
+    }
+    __syncthreads();
+    w.n = res[0];
+    w.mean = res[1];
+    w.m2 = res[2];
+    __syncthreads();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dtype lists. Each calls M(args..., suffix, C type) once per dtype; kernels are named
 // <op>_<suffix>. Suffixes: f32 f64 f16 bf16 i64 i32 i16 i8 u8 bool.

@@ -182,62 +182,7 @@ __device__ __forceinline__ void arg_reduce_dim(const T* __restrict__ x, T* value
         arg_reduce_dim<false, T>(x, values, indices, outer, dim, inner);                    \
     }
 
-// ---- variance (Welford, merged with Chan et al.) ---------------------------------------------
-template <typename A> struct Welford {
-    A mean, m2, n;
-    __device__ __forceinline__ void push(A x) {
-        n += A(1);
-        A d = x - mean;
-        mean += d / n;
-        m2 += d * (x - mean);
-    }
-    __device__ __forceinline__ void merge(A nb, A meanb, A m2b) {
-        if (nb == A(0)) return;
-        if (n == A(0)) {
-            n = nb;
-            mean = meanb;
-            m2 = m2b;
-            return;
-        }
-        A nt = n + nb, d = meanb - mean;
-        mean += d * nb / nt;
-        m2 += m2b + d * d * n * nb / nt;
-        n = nt;
-    }
-};
-
-template <typename A> __device__ __forceinline__ void warp_welford(Welford<A>& w) {
-    for (int o = 16; o > 0; o >>= 1) {
-        A nb = __shfl_down_sync(FT_FULL_MASK, w.n, o);
-        A mb = __shfl_down_sync(FT_FULL_MASK, w.mean, o);
-        A m2b = __shfl_down_sync(FT_FULL_MASK, w.m2, o);
-        w.merge(nb, mb, m2b);
-    }
-}
-
-// Result valid in thread 0 only.
-template <typename A> __device__ void block_welford(Welford<A>& w) {
-    __shared__ A sn[32], sm[32], sm2[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int nwarps = (blockDim.x + 31) >> 5;
-    warp_welford(w);
-    __syncthreads();
-    if (lane == 0) {
-        sn[warp] = w.n;
-        sm[warp] = w.mean;
-        sm2[warp] = w.m2;
-    }
-    __syncthreads();
-    if (threadIdx.x < nwarps) {
-        w.n = sn[threadIdx.x];
-        w.mean = sm[threadIdx.x];
-        w.m2 = sm2[threadIdx.x];
-    } else {
-        w.n = w.mean = w.m2 = A(0);
-    }
-    if (warp == 0) warp_welford(w);
-}
-
+// ---- variance (Welford; Welford/block_welford live in common.cuh) ---------------------------
 template <typename T, typename A>
 __device__ __forceinline__ void var_finish(const Welford<A>& w, double correction, int take_sqrt,
                                            T* out, T* mean_out, long long j) {
