@@ -275,12 +275,19 @@ class Checker:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             list(pool.map(lambda fa: self.check(*fa), todo))
 
+    def defined(self, arch: str) -> list[str]:
+        """Every kernel name defined by cuda_kernels/*.cu for `arch`."""
+        return [e for f in kernel_files() for e in self.check(f, arch).entries]
+
     def missing_from_manifest(self, arch: str, manifest: list[str] | None = None) -> list[str]:
         manifest = read_manifest() if manifest is None else manifest
-        have: set[str] = set()
-        for f in kernel_files():
-            have.update(self.check(f, arch).entries)
+        have = set(self.defined(arch))
         return [n for n in manifest if n not in have]
+
+    def unlisted(self, arch: str) -> list[str]:
+        """Kernels defined but not named in the manifest (dead code, or a manifest to update)."""
+        listed = set(read_manifest())
+        return [e for e in self.defined(arch) if e not in listed]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -329,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"    {name}")
             else:
                 print(f"OK   {arch} manifest: all {n} kernels present")
+            extra = checker.unlisted(arch)
+            if extra:
+                print(f"note {arch}: {len(extra)} kernels not in manifest.txt: {' '.join(extra)}")
     return 1 if failed else 0
 
 
