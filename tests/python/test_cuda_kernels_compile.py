@@ -76,3 +76,8 @@ def test_manifest_expansion():
         "add_f64",
         "add_f64_contig",
     ]
+
+
+def test_every_kernel_listed_in_manifest(checker):
+    extra = checker.unlisted(ARCHES[0])
+    assert not extra, f"kernels defined but not in cuda_kernels/manifest.txt: {extra[:20]}"
