@@ -6,6 +6,7 @@ Each (file, arch) is compiled once per session (in parallel threads) and the res
 """
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ _spec = importlib.util.spec_from_file_location(
     "check_cuda_kernels", ROOT / "tools" / "check_cuda_kernels.py"
 )
 ck = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = ck  # dataclasses look their module up there
 _spec.loader.exec_module(ck)
 
 FILES = ck.kernel_files()
