@@ -43,7 +43,7 @@ __device__ __noinline__ long long strided_offset(long long i, const StridedLayou
 }
 
 // True when the layout is row-major contiguous (then element i lives at offset + i).
-__device__ __forceinline__ bool layout_is_contiguous(const StridedLayout& l) {
+__device__ __noinline__ bool layout_is_contiguous(const StridedLayout& l) {
     long long expected = 1;
     for (int d = l.ndim - 1; d >= 0; --d) {
         if (l.shape[d] != 1 && l.strides[d] != expected) return false;
