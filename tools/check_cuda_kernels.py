@@ -6,10 +6,11 @@ site-packages/nvidia/cuda_nvrtc/lib) and the fp16/bf16 headers from
 ``nvidia-cuda-runtime-cu12==12.9.*`` (site-packages/nvidia/cuda_runtime/include).
 Override with ``FERROTORCH_NVRTC=/path/libnvrtc.so.12`` and ``FERROTORCH_CUDA_INCLUDE=/dir``.
 
-For each file and each arch (default sm_80 and sm_90) it compiles once with ``-arch=sm_XX``
-(SASS, fetched with nvrtcGetCUBIN, so ptxas runs and register/assembly errors surface) and
-once with ``-arch=compute_XX`` (PTX); kernel names are read from the PTX ``.entry`` lines and
-every name in cuda_kernels/manifest.txt must be defined by some file.
+For each file and each arch (default sm_80 and sm_90) it compiles with ``-arch=sm_XX``
+(SASS, fetched with nvrtcGetCUBIN, so ptxas runs and register/assembly errors surface). The
+PTX of the same compile (NVRTC 12.9 keeps it; otherwise the file is compiled again for
+``compute_XX``) gives the kernel names from its ``.entry`` lines; every name in
+cuda_kernels/manifest.txt must be defined by some file.
 
 The headers in cuda_kernels/ (*.cuh) are passed to NVRTC as header sources, exactly as the
 Rust side does at run time (include_str! + nvrtcCreateProgram headers).
