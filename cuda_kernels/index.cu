@@ -11,7 +11,8 @@
 //   scatter_<dt>, scatter_add_<dt>(const T* src, StridedLayout sl, const long long* idx,
 //               StridedLayout il, T* out, StridedLayout ol, int dim, long long n)
 //       iterate over il.shape (n = numel of index); src is read at the same coordinates through
-//       sl (pass a 0-d value as a layout with il's shape and zero strides); out is written in
+//       sl, so sl.shape must be il.shape with src's strides (src may be larger than index;
+//       a scalar value is il's shape with zero strides); out is written in
 //       place through ol. scatter_add uses atomic adds; scatter with duplicate indices leaves
 //       one of the written values (unspecified which, as in PyTorch).
 //   index_select_<dt>(const T* x, StridedLayout xl, const long long* idx, long long nidx,
