@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.deps-installed
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" "numpy>=1.24" "pytest>=7" "hypothesis>=6" graphviz safetensors ruff
+	$(PIP) install -q "maturin>=1.5,<2" "numpy>=1.24" "pytest>=7" "hypothesis>=6" graphviz safetensors ruff "nvidia-cuda-nvrtc-cu12==12.9.*" "nvidia-cuda-runtime-cu12==12.9.*"
 	touch $(STAMP)
 
 # Build the native module (release, thin LTO) into the venv.

@@ -1,0 +1,181 @@
+// elementwise_binary.cu: out = f(a, b), same dtype T for a and b.
+//
+// Two variants of every op:
+//   <op>_<dtype>(const T* a, StridedLayout al, const T* b, StridedLayout bl, TO* out, long long n)
+//       a and b are read through their own layouts, both already broadcast by the caller to the
+//       output's shape (stride 0 on broadcast dims); out is contiguous with n elements.
+//   <op>_<dtype>_contig(const T* a, const T* b, TO* out, long long n)
+//       a, b, out all contiguous with n elements (no broadcasting).
+// TO = T, except comparisons and logical ops, which write bool.
+// f16/bf16 compute in float. Integer division or remainder by zero yields 0 (the caller
+// validates if it wants an error); integer arithmetic wraps.
+#include "common.cuh"
+
+template <typename T, typename TO, typename Op>
+__device__ __forceinline__ void binary_kernel(const T* __restrict__ a, const StridedLayout& al,
+                                              const T* __restrict__ b, const StridedLayout& bl,
+                                              TO* __restrict__ out, long long n) {
+    const bool ca = layout_is_contiguous(al), cb = layout_is_contiguous(bl);
+    Op op;
+    FT_GRID_STRIDE(i, n) {
+        out[i] = from_acc<TO>(op(to_acc(a[layout_offset(i, al, ca)]),
+                                 to_acc(b[layout_offset(i, bl, cb)])));
+    }
+}
+
+template <typename T, typename TO, typename Op>
+__device__ __forceinline__ void binary_contig_kernel(const T* __restrict__ a,
+                                                     const T* __restrict__ b,
+                                                     TO* __restrict__ out, long long n) {
+    Op op;
+    FT_GRID_STRIDE(i, n) { out[i] = from_acc<TO>(op(to_acc(a[i]), to_acc(b[i]))); }
+}
+
+#define FT_BINARY_TO(op, Op, sfx, T, TO)                                                   \
+    extern "C" __global__ void op##_##sfx(const T* a, StridedLayout al, const T* b,        \
+                                          StridedLayout bl, TO* out, long long n) {        \
+        binary_kernel<T, TO, Op>(a, al, b, bl, out, n);                                    \
+    }                                                                                      \
+    extern "C" __global__ void op##_##sfx##_contig(const T* a, const T* b, TO* out,        \
+                                                   long long n) {                          \
+        binary_contig_kernel<T, TO, Op>(a, b, out, n);                                     \
+    }
+#define FT_BINARY(op, Op, sfx, T) FT_BINARY_TO(op, Op, sfx, T, T)
+#define FT_BINARY_BOOL(op, Op, sfx, T) FT_BINARY_TO(op, Op, sfx, T, bool)
+
+#define FT_BINOP(Name, expr)                                                               \
+    struct Name {                                                                          \
+        template <typename A> __device__ __forceinline__ auto operator()(A a, A b) const { \
+            return (expr);                                                                 \
+        }                                                                                  \
+    };
+
+FT_BINOP(AddOp, a + b)
+FT_BINOP(SubOp, a - b)
+FT_BINOP(MulOp, a * b)
+FT_BINOP(DivOp, a / b)
+FT_BINOP(Atan2Op, atan2(a, b))
+FT_BINOP(EqOp, a == b)
+FT_BINOP(NeOp, a != b)
+FT_BINOP(LtOp, a < b)
+FT_BINOP(LeOp, a <= b)
+FT_BINOP(GtOp, a > b)
+FT_BINOP(GeOp, a >= b)
+FT_BINOP(LogicalAndOp, (a != A(0)) && (b != A(0)))
+FT_BINOP(LogicalOrOp, (a != A(0)) || (b != A(0)))
+FT_BINOP(LogicalXorOp, (a != A(0)) != (b != A(0)))
+FT_BINOP(BitwiseAndOp, A(a & b))
+FT_BINOP(BitwiseOrOp, A(a | b))
+FT_BINOP(BitwiseXorOp, A(a ^ b))
+// Shifts: shift counts outside [0, bits) give 0 (left) or the sign fill (right), like PyTorch.
+FT_BINOP(ShlOp, (b < A(0) || b >= A(sizeof(A) * 8)) ? A(0) : A(a << b))
+FT_BINOP(ShrOp, (b < A(0) || b >= A(sizeof(A) * 8)) ? A(a < A(0) ? -1 : 0) : A(a >> b))
+
+// Floor division, Python semantics (rounds toward -inf).
+struct FloorDivideOp {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        if (b == A(0)) return A(0);
+        A q = a / b;
+        if ((a % b != A(0)) && ((a < A(0)) != (b < A(0)))) q = q - A(1);
+        return q;
+    }
+    template <typename F> __device__ __forceinline__ F floating(F a, F b) const {
+        // As PyTorch's div_floor: exact for a representable quotient, sign of zero kept.
+        if (b == F(0)) return a / b;
+        F mod = fmod(a, b);
+        F div = (a - mod) / b;
+        if (mod != F(0) && ((b < F(0)) != (mod < F(0)))) div -= F(1);
+        if (div == F(0)) return copysign(F(0), a / b);
+        F fl = floor(div);
+        if (div - fl > F(0.5)) fl += F(1);
+        return fl;
+    }
+    __device__ __forceinline__ float operator()(float a, float b) const { return floating(a, b); }
+    __device__ __forceinline__ double operator()(double a, double b) const {
+        return floating(a, b);
+    }
+};
+
+// Remainder, Python semantics: the result has the sign of the divisor.
+struct RemainderOp {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        if (b == A(0)) return A(0);
+        A r = a % b;
+        if (r != A(0) && ((r < A(0)) != (b < A(0)))) r = r + b;
+        return r;
+    }
+    template <typename F> __device__ __forceinline__ F floating(F a, F b) const {
+        F r = fmod(a, b);
+        if (r != F(0) && ((r < F(0)) != (b < F(0)))) r += b;
+        return r;
+    }
+    __device__ __forceinline__ float operator()(float a, float b) const { return floating(a, b); }
+    __device__ __forceinline__ double operator()(double a, double b) const {
+        return floating(a, b);
+    }
+};
+
+struct PowOp {
+    // Integers: exponentiation by squaring; negative exponents give 1/a truncated (0 unless
+    // |a| == 1).
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        if (b < A(0)) {
+            if (a == A(1)) return A(1);
+            if (a == A(-1)) return (b % A(2) == A(0)) ? A(1) : A(-1);
+            return A(0);
+        }
+        long long base = a, e = b, r = 1;
+        while (e > 0) {
+            if (e & 1) r *= base;
+            base *= base;
+            e >>= 1;
+        }
+        return A(r);
+    }
+    __device__ __forceinline__ float operator()(float a, float b) const { return powf(a, b); }
+    __device__ __forceinline__ double operator()(double a, double b) const { return pow(a, b); }
+};
+
+// maximum/minimum propagate NaN (as torch.maximum/minimum).
+struct MaximumOp {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        if (ft_isnan(a) || ft_isnan(b)) return ft_isnan(a) ? a : b;
+        return a > b ? a : b;
+    }
+};
+struct MinimumOp {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        if (ft_isnan(a) || ft_isnan(b)) return ft_isnan(a) ? a : b;
+        return a < b ? a : b;
+    }
+};
+
+// Arithmetic: numeric dtypes (bool arithmetic is promoted by the caller).
+FT_FOR_NUMERIC(FT_BINARY, add, AddOp)
+FT_FOR_NUMERIC(FT_BINARY, sub, SubOp)
+FT_FOR_NUMERIC(FT_BINARY, mul, MulOp)
+FT_FOR_FLOAT(FT_BINARY, div, DivOp)  // true division; integer inputs are promoted first
+FT_FOR_NUMERIC(FT_BINARY, floor_divide, FloorDivideOp)
+FT_FOR_NUMERIC(FT_BINARY, remainder, RemainderOp)
+FT_FOR_NUMERIC(FT_BINARY, pow, PowOp)
+FT_FOR_FLOAT(FT_BINARY, atan2, Atan2Op)
+FT_FOR_ALL(FT_BINARY, maximum, MaximumOp)
+FT_FOR_ALL(FT_BINARY, minimum, MinimumOp)
+
+// Comparisons and logical ops: every dtype, bool output.
+FT_FOR_ALL(FT_BINARY_BOOL, eq, EqOp)
+FT_FOR_ALL(FT_BINARY_BOOL, ne, NeOp)
+FT_FOR_ALL(FT_BINARY_BOOL, lt, LtOp)
+FT_FOR_ALL(FT_BINARY_BOOL, le, LeOp)
+FT_FOR_ALL(FT_BINARY_BOOL, gt, GtOp)
+FT_FOR_ALL(FT_BINARY_BOOL, ge, GeOp)
+FT_FOR_ALL(FT_BINARY_BOOL, logical_and, LogicalAndOp)
+FT_FOR_ALL(FT_BINARY_BOOL, logical_or, LogicalOrOp)
+FT_FOR_ALL(FT_BINARY_BOOL, logical_xor, LogicalXorOp)
+
+// Bitwise ops: integer and bool dtypes; shifts: integer dtypes.
+FT_FOR_INT_BOOL(FT_BINARY, bitwise_and, BitwiseAndOp)
+FT_FOR_INT_BOOL(FT_BINARY, bitwise_or, BitwiseOrOp)
+FT_FOR_INT_BOOL(FT_BINARY, bitwise_xor, BitwiseXorOp)
+FT_FOR_INT(FT_BINARY, bitwise_left_shift, ShlOp)
+FT_FOR_INT(FT_BINARY, bitwise_right_shift, ShrOp)
