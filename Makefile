@@ -40,7 +40,7 @@ lint: $(STAMP)
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features python -- -D warnings
-	$(VENV)/bin/ruff check python tests benches examples
+	$(VENV)/bin/ruff check python tests benches examples tools
 
 bench: build
 	$(PY) benches/compare.py
