@@ -668,7 +668,7 @@ fn plan(
                 )));
             }
             if stride.iter().any(|&s| s != 1) {
-                return Err(Error::Value(
+                return Err(Error::Runtime(
                     "padding='same' is not supported for strided convolutions".into(),
                 ));
             }
@@ -685,7 +685,7 @@ fn plan(
     let out_shape_spatial: Vec<usize>;
     let (big_c, small_c, big_sp, small_sp);
     if !transposed {
-        if ws[0] % groups != 0 {
+        if !ws[0].is_multiple_of(groups) {
             return Err(Error::Runtime(format!(
                 "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size {ws:?} instead"
             )));
@@ -725,7 +725,7 @@ fn plan(
                 ws[0]
             )));
         }
-        if ws[0] % groups != 0 {
+        if !ws[0].is_multiple_of(groups) {
             return Err(Error::Runtime(format!(
                 "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size {ws:?} instead"
             )));
