@@ -1376,3 +1376,107 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 __all__ += ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
             "local_response_norm"]
+# ---------------------------------------------------------------------------- convolutions
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d convolution over ``(N, C_in, L)`` (or unbatched ``(C_in, L)``) with ``weight`` of
+    shape ``(C_out, C_in / groups, K)``; ``padding`` may be an int, a 1-tuple, ``'valid'`` or
+    ``'same'`` (stride 1 only)."""
+    return _C.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d convolution over ``(N, C_in, H, W)`` (or unbatched ``(C_in, H, W)``) with
+    ``weight`` of shape ``(C_out, C_in / groups, kH, kW)``; ``padding`` may be an int, a pair,
+    ``'valid'`` or ``'same'`` (stride 1 only).
+
+    >>> import ferrotorch as torch
+    >>> import ferrotorch.nn.functional as F
+    >>> F.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 2, 2)).tolist()
+    [[[[4.0, 4.0], [4.0, 4.0]]]]
+    """
+    return _C.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-d transposed convolution ("deconvolution") with ``weight`` of shape
+    ``(C_in, C_out / groups, K)``: the gradient of :func:`conv1d` w.r.t. its input."""
+    return _C.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-d transposed convolution ("deconvolution") with ``weight`` of shape
+    ``(C_in, C_out / groups, kH, kW)``: the gradient of :func:`conv2d` w.r.t. its input."""
+    return _C.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
+
+
+def _conv_pair(x, name):
+    if isinstance(x, (list, tuple)):
+        if len(x) == 1:
+            return (int(x[0]), int(x[0]))
+        if len(x) != 2:
+            raise RuntimeError(f"{name} must be an int or a pair of ints, got {tuple(x)}")
+        return (int(x[0]), int(x[1]))
+    return (int(x), int(x))
+
+
+def _patch_identity(channels, kernel_size, dtype):
+    """Weight ``(C*kh*kw, 1, kh, kw)`` picking each kernel position of each channel: a grouped
+    convolution with it is im2col (and the transposed one is col2im)."""
+    kh, kw = kernel_size
+    kk = kh * kw
+    eye = _C.eye(kk, dtype=dtype).reshape(kk, 1, kh, kw)
+    return eye.repeat(channels, 1, 1, 1) if channels != 1 else eye
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding local blocks (im2col): ``(N, C, H, W)`` -> ``(N, C*kh*kw, L)`` (or
+    unbatched ``(C, H, W)`` -> ``(C*kh*kw, L)``); differentiable."""
+    if input.ndim not in (3, 4):
+        raise NotImplementedError(
+            f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    k = _conv_pair(kernel_size, "kernel_size")
+    channels = input.shape[-3]
+    weight = _patch_identity(channels, k, input.dtype)
+    out = _C.conv2d(input, weight, None, _conv_pair(stride, "stride"),
+                    _conv_pair(padding, "padding"), _conv_pair(dilation, "dilation"), channels)
+    return out.flatten(-2)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Combine sliding local blocks into a tensor (col2im, summing overlaps): ``(N, C*kh*kw,
+    L)`` -> ``(N, C, H, W)`` (or unbatched); the adjoint of :func:`unfold`."""
+    if input.ndim not in (2, 3):
+        raise NotImplementedError(
+            f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+            f"(got {input.ndim}D)")
+    osz = _conv_pair(output_size, "output_size")
+    k = _conv_pair(kernel_size, "kernel_size")
+    d = _conv_pair(dilation, "dilation")
+    p = _conv_pair(padding, "padding")
+    s = _conv_pair(stride, "stride")
+    kk = k[0] * k[1]
+    ck = input.shape[-2]
+    if ck % kk != 0:
+        raise RuntimeError(
+            f"Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={ck} and kernel_size={k}")
+    blocks = [(osz[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    if blocks[0] < 1 or blocks[1] < 1 or blocks[0] * blocks[1] != input.shape[-1]:
+        raise RuntimeError(
+            f"Given output_size={osz}, kernel_size={k}, dilation={d}, padding={p}, "
+            f"stride={s}, expected size of input's dimension 2 to match the calculated number "
+            f"of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
+            f"input.size(2)={input.shape[-1]}.")
+    channels = ck // kk
+    cols = input.reshape(*input.shape[:-1], blocks[0], blocks[1])
+    weight = _patch_identity(channels, k, input.dtype)
+    out_pad = [osz[i] - ((blocks[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + 1)
+               for i in range(2)]
+    return _C.conv_transpose2d(cols, weight, None, s, p, tuple(out_pad), channels, d)
+
+
+__all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]

@@ -23,3 +23,4 @@ from ferrotorch.nn.modules.instancenorm import (  # noqa: F401
 from ferrotorch.nn.modules.normalization import (  # noqa: F401
     GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm,
 )
+from ferrotorch.nn.modules.conv import *  # noqa: F401,F403
