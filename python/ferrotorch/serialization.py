@@ -34,7 +34,7 @@ def _flatten(obj, tensors, path):
             arr = t.float().numpy()  # NumPy has no bfloat16; re-narrowed on load
         else:
             arr = t.contiguous().numpy()
-        tensors[name] = np.ascontiguousarray(arr)
+        tensors[name] = np.require(arr, requirements="C")  # (ascontiguousarray makes 0-d 1-d)
         return {"T": name, "dtype": dtype, "requires_grad": bool(obj.requires_grad)}
     if obj is None or isinstance(obj, (bool, int, float, str)):
         if isinstance(obj, float) and not np.isfinite(obj):

@@ -103,3 +103,22 @@ def test_malformed_files_get_clear_errors(tmp_path):
 def test_unsupported_objects_are_refused():
     with pytest.raises(TypeError, match="cannot store"):
         ft.save({"f": lambda x: x}, io.BytesIO())
+
+
+def test_zero_dim_tensors_keep_their_shape(tmp_path):
+    # e.g. BatchNorm's num_batches_tracked buffer: a 0-d int64 tensor
+    obj = {"count": ft.tensor(7), "x": ft.tensor(2.5, dtype=ft.float64),
+           "bf": ft.tensor(1.5, dtype=ft.bfloat16)}
+    path = tmp_path / "scalars.safetensors"
+    ft.save(obj, path)
+    back = ft.load(path)
+    for k, v in obj.items():
+        assert tuple(back[k].shape) == ()
+        assert back[k].dtype == v.dtype
+        assert back[k].item() == v.item()
+    bn = ft.nn.BatchNorm2d(3)
+    bn(ft.randn(4, 3, 2, 2))
+    ft.save(bn.state_dict(), path)
+    fresh = ft.nn.BatchNorm2d(3)
+    fresh.load_state_dict(ft.load(path))
+    assert fresh.num_batches_tracked.item() == 1
