@@ -193,7 +193,7 @@ def test_pad_constant():
     with pytest.raises(RuntimeError, match="divisible by 2"):
         F.pad(t(x), (1,))
     with pytest.raises(NotImplementedError):
-        F.pad(t(x), (1, 1), mode="reflect")
+        F.pad(t(x), (1, 1), mode="symmetric")
 
 
 # ---------------------------------------------------------------------------- embedding
@@ -615,3 +615,38 @@ def test_activation_noncontiguous_0d_empty_float32(module, ref):
     np.testing.assert_allclose(zero_d.item(), ref(np.array(0.7)), rtol=1e-7)
     assert module(t(np.zeros((0, 3)))).shape == (0, 3)
     assert module(xt).dtype == ft.float32
+
+
+# ---------------------------------------------------------------------------- pad modes
+@pytest.mark.parametrize("mode,np_mode", [("reflect", "reflect"), ("replicate", "edge"),
+                                          ("circular", "wrap")])
+@pytest.mark.parametrize("shape,pad", [((2, 5), (2, 3)), ((1, 2, 4), (0, 3)),
+                                       ((2, 3, 4, 5), (1, 2, 3, 0)), ((3, 4, 5), (2, 2, 1, 3)),
+                                       ((1, 1, 3, 4, 5), (1, 1, 2, 0, 2, 2))])
+def test_pad_modes_match_numpy(mode, np_mode, shape, pad):
+    x = RNG.standard_normal(shape)
+    widths = [(0, 0)] * len(shape)
+    for k in range(len(pad) // 2):
+        widths[len(shape) - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    want = np.pad(x, widths, mode=np_mode)
+    got = F.pad(t(x), pad, mode=mode)
+    np.testing.assert_allclose(npy(got), want, rtol=1e-12)
+    xt = t(x, grad=True)
+    assert ft.autograd.gradcheck(lambda a: F.pad(a, pad, mode=mode), (xt,))
+
+
+def test_pad_mode_errors_and_conv_padding_modes():
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        F.pad(ft.zeros(1, 2, 3), (3, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="wrapping around more than once"):
+        F.pad(ft.zeros(1, 2, 3), (4, 0), mode="circular")
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D"):
+        F.pad(ft.zeros(5), (1, 1), mode="replicate")
+    with pytest.raises(NotImplementedError):
+        F.pad(ft.zeros(1, 5), (1, 1), mode="bogus")
+    x = RNG.standard_normal((2, 3, 6, 7))
+    for mode, np_mode in [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")]:
+        conv = nn.Conv2d(3, 4, 3, padding=1, padding_mode=mode).double()
+        padded = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode=np_mode)
+        ref = F.conv2d(t(padded), conv.weight, conv.bias)
+        np.testing.assert_allclose(npy(conv(t(x))), npy(ref), rtol=1e-10, atol=1e-12)

@@ -346,16 +346,58 @@ class _ConstantPad(Function):
 
 def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad) // 2`` dimensions; ``pad = (left, right, top, bottom, ...)``
-    starts from the last dimension. Only ``mode="constant"`` is implemented (negative
-    padding crops)."""
+    starts from the last dimension. Modes: ``"constant"`` (negative padding crops),
+    ``"reflect"``, ``"replicate"`` and ``"circular"`` (the last 1-3 dims of a batched or
+    unbatched input, as PyTorch)."""
     if len(pad) % 2 != 0:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:
         raise RuntimeError("Padding length should be less than or equal to two times the "
                            "input dimension")
-    if mode != "constant":
-        raise NotImplementedError(f"pad: mode '{mode}' is not implemented (only 'constant')")
-    return _ConstantPad.apply(input, tuple(int(p) for p in pad), 0.0 if value is None else value)
+    if mode == "constant":
+        return _ConstantPad.apply(input, tuple(int(p) for p in pad),
+                                  0.0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    return _index_pad(input, tuple(int(p) for p in pad), mode)
+
+
+def _index_pad(input, pad, mode):
+    """Reflect / replicate / circular padding as one ``index_select`` per padded dim (so
+    autograd comes from ``index_select``'s backward)."""
+    n_dims = len(pad) // 2
+    if input.dim() not in (n_dims + 1, n_dims + 2):
+        raise RuntimeError(
+            f"Expected {n_dims + 1}D or {n_dims + 2}D (batch mode) tensor with possibly 0 batch "
+            "size and other non-zero dimensions for input, but got: "
+            f"{list(input.shape)}")
+    out = input
+    for k in range(n_dims):
+        dim = input.dim() - 1 - k
+        left, right = pad[2 * k], pad[2 * k + 1]
+        n = input.shape[dim]
+        if mode == "reflect" and (left >= n or right >= n):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({left}, {right}) at dimension {dim} of input "
+                f"{list(input.shape)}")
+        if mode == "circular" and (left > n or right > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if n == 0 and (left > 0 or right > 0):
+            raise RuntimeError(f"{mode} padding of an empty dimension {dim} of input "
+                               f"{list(input.shape)}")
+        j = _C.arange(-left, n + right)
+        if mode == "reflect":
+            j = j.abs()
+            j = (n - 1) - ((n - 1) - j).abs()
+        elif mode == "replicate":
+            j = j.clamp(0, n - 1)
+        else:
+            j = j.remainder(n)
+        out = out.index_select(dim, j)
+    return out
 
 
 # ---------------------------------------------------------------------------- losses
