@@ -131,7 +131,7 @@ impl Plan {
 pub fn gather<T: Copy + Send + Sync + Default>(src: &[T], plan: &Plan) -> Vec<T> {
     let ni = plan.inner.len();
     let n = plan.numel();
-    let mut out = vec![T::default(); n];
+    let mut out = crate::cpu::alloc::output_vec::<T>(n);
     if n == 0 {
         return out;
     }
@@ -180,7 +180,7 @@ pub fn gather_along<T: Copy + Send + Sync + Default>(
     stride: usize,
 ) -> Vec<T> {
     let n = base.numel();
-    let mut out = vec![T::default(); n];
+    let mut out = crate::cpu::alloc::output_vec::<T>(n);
     if n == 0 {
         return out;
     }

@@ -1,5 +1,6 @@
 //! CPU kernels. They know nothing about autograd or Python: slices and layouts in, `Vec`s out.
 
+pub mod alloc;
 pub mod gather;
 pub mod linalg;
 pub mod matmul;

@@ -137,7 +137,7 @@ pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
     f: impl Fn(T) -> U + Sync + Send,
 ) -> Vec<U> {
     let n = layout.numel();
-    let mut out = vec![U::default(); n];
+    let mut out = crate::cpu::alloc::output_vec::<U>(n);
     if n == 0 {
         return out;
     }
@@ -194,7 +194,7 @@ pub fn map2<A: Copy + Send + Sync, B: Copy + Send + Sync, U: Copy + Send + Sync 
     f: impl Fn(A, B) -> U + Sync + Send,
 ) -> Vec<U> {
     let n = la.numel();
-    let mut out = vec![U::default(); n];
+    let mut out = crate::cpu::alloc::output_vec::<U>(n);
     if n == 0 {
         return out;
     }

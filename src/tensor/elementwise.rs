@@ -752,7 +752,7 @@ fn map3<A: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
     f: impl Fn(A, A, A) -> U + Sync + Send,
 ) -> Vec<U> {
     let n = la.numel();
-    let mut out = vec![U::default(); n];
+    let mut out = crate::cpu::alloc::output_vec::<U>(n);
     if n == 0 {
         return out;
     }
