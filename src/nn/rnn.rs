@@ -7,12 +7,18 @@
 //! pass too. Both work on contiguous `(B, k*H)` buffers, parallel over the batch rows.
 //!
 //! Forward saves a small workspace (the activated gates) for backward; the gradients the
-//! backward kernels return do not require grad, so there is no double backward through these
-//! nodes (first-order only, like the fused norm and loss kernels).
+//! fused backward kernels return do not require grad. When backward runs with
+//! `create_graph=True` (grad mode on inside backward), the gradients are instead built from
+//! public differentiable tensor ops on the saved inputs, so double backward still works
+//! (slower, but only taken for higher-order derivatives).
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::cpu::strided::PAR_THRESHOLD;
-use crate::{no_grad, with_float_dtype, DType, Error, FloatElement, Result, Tensor};
+use crate::tensor::join::cat;
+use crate::{
+    is_grad_enabled, no_grad, with_float_dtype, BinaryOp, DType, Error, FloatElement, Result,
+    Scalar, Tensor, UnaryOp,
+};
 use rayon::prelude::*;
 
 #[inline]
@@ -61,6 +67,88 @@ fn check_2d(op: &str, name: &str, t: &Tensor) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+// ---------------------------------------------------- differentiable formulas (create_graph)
+
+fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Mul)
+}
+
+fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Add)
+}
+
+fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.binary(b, BinaryOp::Sub)
+}
+
+/// `1 - t`.
+fn one_minus(t: &Tensor) -> Result<Tensor> {
+    t.binary_scalar(Scalar::Float(1.0), BinaryOp::Sub, true)
+}
+
+/// `t * (1 - t)`: the derivative of a sigmoid given its value.
+fn dsig(t: &Tensor) -> Result<Tensor> {
+    mul(t, &one_minus(t)?)
+}
+
+/// `1 - t^2`: the derivative of a tanh given its value.
+fn dtanh(t: &Tensor) -> Result<Tensor> {
+    one_minus(&mul(t, t)?)
+}
+
+/// Columns `[k*h, (k+1)*h)` of a `(B, m*h)` tensor.
+fn part(t: &Tensor, k: usize, h: usize) -> Result<Tensor> {
+    t.narrow(1, (k * h) as i64, h as i64)
+}
+
+fn or_zeros(g: Option<&Tensor>, like: &Tensor) -> Tensor {
+    g.cloned()
+        .unwrap_or_else(|| Tensor::zeros(like.shape(), like.dtype()))
+}
+
+/// LSTM cell gradients from differentiable ops (for double backward).
+fn lstm_backward_graph(
+    gates: &Tensor,
+    c: &Tensor,
+    gh: Option<&Tensor>,
+    gc: Option<&Tensor>,
+) -> Result<(Tensor, Tensor)> {
+    let h = c.shape()[1];
+    let si = part(gates, 0, h)?.unary(UnaryOp::Sigmoid)?;
+    let sf = part(gates, 1, h)?.unary(UnaryOp::Sigmoid)?;
+    let tg = part(gates, 2, h)?.unary(UnaryOp::Tanh)?;
+    let so = part(gates, 3, h)?.unary(UnaryOp::Sigmoid)?;
+    let tc = add(&mul(&sf, c)?, &mul(&si, &tg)?)?.unary(UnaryOp::Tanh)?;
+    let gh = or_zeros(gh, c);
+    let gc = or_zeros(gc, c);
+    let dcy = add(&gc, &mul(&mul(&gh, &so)?, &dtanh(&tc)?)?)?;
+    let di = mul(&mul(&dcy, &tg)?, &dsig(&si)?)?;
+    let df = mul(&mul(&dcy, c)?, &dsig(&sf)?)?;
+    let dg = mul(&mul(&dcy, &si)?, &dtanh(&tg)?)?;
+    let d_o = mul(&mul(&gh, &tc)?, &dsig(&so)?)?;
+    Ok((cat(&[di, df, dg, d_o], 1)?, mul(&dcy, &sf)?))
+}
+
+/// GRU cell gradients from differentiable ops (for double backward).
+fn gru_backward_graph(
+    ig: &Tensor,
+    hg: &Tensor,
+    hx: &Tensor,
+    gy: &Tensor,
+) -> Result<[Tensor; 3]> {
+    let h = hx.shape()[1];
+    let r = add(&part(ig, 0, h)?, &part(hg, 0, h)?)?.unary(UnaryOp::Sigmoid)?;
+    let z = add(&part(ig, 1, h)?, &part(hg, 1, h)?)?.unary(UnaryOp::Sigmoid)?;
+    let hn = part(hg, 2, h)?;
+    let nn = add(&part(ig, 2, h)?, &mul(&r, &hn)?)?.unary(UnaryOp::Tanh)?;
+    let dz = mul(&mul(gy, &sub(hx, &nn)?)?, &dsig(&z)?)?;
+    let dn = mul(&mul(gy, &one_minus(&z)?)?, &dtanh(&nn)?)?;
+    let dr = mul(&mul(&dn, &hn)?, &dsig(&r)?)?;
+    let di = cat(&[dr.clone(), dz.clone(), dn.clone()], 1)?;
+    let dhg = cat(&[dr, dz, mul(&dn, &r)?], 1)?;
+    Ok([di, dhg, mul(gy, &z)?])
 }
 
 // ------------------------------------------------------------------------------- LSTM
@@ -142,7 +230,7 @@ fn lstm_backward<T: FloatElement>(
 /// The pointwise part of an LSTM cell. `gates`: `(B, 4H)` pre-activations
 /// (`x @ W_ih^T + h @ W_hh^T` plus biases) in PyTorch's `i, f, g, o` order; `c`: `(B, H)`.
 /// Returns `(h', c')` with `c' = sig(f)*c + sig(i)*tanh(g)` and `h' = sig(o)*tanh(c')`,
-/// recording one `ThnnFusedLstmCellBackward0` node (first-order only).
+/// recording one `ThnnFusedLstmCellBackward0` node.
 pub fn lstm_cell_pointwise(gates: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
     const OP: &str = "lstm_cell_pointwise";
     let dt = check_float(OP, &[gates, c])?;
@@ -194,6 +282,7 @@ pub fn lstm_cell_pointwise(gates: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor
         const NAME: &str = "ThnnFusedLstmCellBackward0";
         // `ws` and `tcy` are private buffers (never handed out), so they cannot change.
         let saved_c = SavedTensor::new(c, NAME);
+        let saved_gates = SavedTensor::new(gates, NAME);
         let need_c = c.requires_grad();
         let need_gates = gates.requires_grad();
         record(
@@ -204,7 +293,17 @@ pub fn lstm_cell_pointwise(gates: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor
                 if grads[0].is_none() && grads[1].is_none() {
                     return Ok(vec![None, None]);
                 }
-                // No double backward: the returned gradients do not require grad.
+                if is_grad_enabled() {
+                    // create_graph: differentiable formulas (double backward works).
+                    let (dg, dc) = lstm_backward_graph(
+                        saved_gates.get()?,
+                        saved_c.get()?,
+                        grads[0].as_ref(),
+                        grads[1].as_ref(),
+                    )?;
+                    return Ok(vec![need_gates.then_some(dg), need_c.then_some(dc)]);
+                }
+                // Fused kernel: the returned gradients do not require grad.
                 let cx = compute_buf(saved_c.get()?, cd);
                 let gh = grads[0].as_ref().map(|g| compute_buf(g, cd));
                 let gc = grads[1].as_ref().map(|g| compute_buf(g, cd));
@@ -322,7 +421,7 @@ fn gru_backward<T: FloatElement>(
 /// The pointwise part of a GRU cell. `input_gates`: `(B, 3H)` = `x @ W_ih^T + b_ih`,
 /// `hidden_gates`: `(B, 3H)` = `h @ W_hh^T + b_hh` (gates `r, z, n`), `h`: `(B, H)`.
 /// Returns `h' = (1 - z)*n + z*h` with `r = sig(i_r + h_r)`, `z = sig(i_z + h_z)`,
-/// `n = tanh(i_n + r*h_n)`, recording one `ThnnFusedGruCellBackward0` node (first-order only).
+/// `n = tanh(i_n + r*h_n)`, recording one `ThnnFusedGruCellBackward0` node.
 pub fn gru_cell_pointwise(
     input_gates: &Tensor,
     hidden_gates: &Tensor,
@@ -376,6 +475,8 @@ pub fn gru_cell_pointwise(
     if needs_grad(&[input_gates, hidden_gates, h]) {
         const NAME: &str = "ThnnFusedGruCellBackward0";
         let saved_h = SavedTensor::new(h, NAME);
+        let saved_ig = SavedTensor::new(input_gates, NAME);
+        let saved_hg = SavedTensor::new(hidden_gates, NAME);
         let need = [
             input_gates.requires_grad(),
             hidden_gates.requires_grad(),
@@ -389,7 +490,23 @@ pub fn gru_cell_pointwise(
                 let Some(gy) = &grads[0] else {
                     return Ok(vec![None, None, None]);
                 };
-                // No double backward: the returned gradients do not require grad.
+                let zip_need = |gs: [Tensor; 3]| -> Vec<Option<Tensor>> {
+                    gs.into_iter()
+                        .zip(need)
+                        .map(|(g, nd)| nd.then_some(g))
+                        .collect()
+                };
+                if is_grad_enabled() {
+                    // create_graph: differentiable formulas (double backward works).
+                    let gs = gru_backward_graph(
+                        saved_ig.get()?,
+                        saved_hg.get()?,
+                        saved_h.get()?,
+                        gy,
+                    )?;
+                    return Ok(zip_need(gs));
+                }
+                // Fused kernel: the returned gradients do not require grad.
                 let hx = compute_buf(saved_h.get()?, cd);
                 let gy = compute_buf(gy, cd);
                 let (di, dhg, dh) = with_float_dtype!(
@@ -419,11 +536,7 @@ pub fn gru_cell_pointwise(
                     unreachable!()
                 );
                 let out = no_grad(|| [di.to_dtype(dt), dhg.to_dtype(dt), dh.to_dtype(dt)]);
-                Ok(out
-                    .into_iter()
-                    .zip(need)
-                    .map(|(g, nd)| nd.then_some(g))
-                    .collect())
+                Ok(zip_need(out))
             }),
         );
     }

@@ -64,17 +64,14 @@ def composed_gru(ig, hg, h):
 
 
 def leaf(shape, dt, layout):
-    """A leaf of ``shape`` and the operand seen by the op: itself, a transpose of a
-    (W, B) leaf, or a stepped slice of a (B, 2W) leaf."""
+    """A leaf and a function making the (B, W) operand seen by the op from it: the leaf
+    itself, a transpose of a (W, B) leaf, or a stepped slice of a (B, 2W) leaf."""
     B, W = shape
     if layout == "transposed":
-        base = T(rand(W, B, dtype=dt), grad=True)
-        return base, base.t()
+        return T(rand(W, B, dtype=dt), grad=True), lambda t: t.t()
     if layout == "stepped":
-        base = T(rand(B, 2 * W, dtype=dt), grad=True)
-        return base, base[:, ::2]
-    base = T(rand(B, W, dtype=dt), grad=True)
-    return base, base
+        return T(rand(B, 2 * W, dtype=dt), grad=True), lambda t: t[:, ::2]
+    return T(rand(B, W, dtype=dt), grad=True), lambda t: t
 
 
 def grads_of(outs, leaves, weights):
@@ -98,8 +95,9 @@ LAYOUTS = [("contiguous", "contiguous"), ("transposed", "stepped"), ("stepped", 
 @pytest.mark.parametrize("layouts", LAYOUTS)
 def test_lstm_values_and_grads(ftdt, npdt, tol, shape, layouts):
     B, H = shape
-    lg, gates = leaf((B, 4 * H), npdt, layouts[0])
-    lc, c = leaf((B, H), npdt, layouts[1])
+    lg, vg = leaf((B, 4 * H), npdt, layouts[0])
+    lc, vc = leaf((B, H), npdt, layouts[1])
+    gates, c = vg(lg), vc(lc)
     h2, c2 = _C._lstm_cell_pointwise(gates, c)
     assert h2.dtype == ftdt and c2.dtype == ftdt
     assert tuple(h2.shape) == (B, H) and tuple(c2.shape) == (B, H)
@@ -110,8 +108,8 @@ def test_lstm_values_and_grads(ftdt, npdt, tol, shape, layouts):
         return
     wh, wc = rand(B, H, dtype=npdt), rand(B, H, dtype=npdt)
     for weights in [(wh, wc), (wh, None), (None, wc)]:
-        got = grads_of(_C._lstm_cell_pointwise(gates, c), [lg, lc], weights)
-        want = grads_of(composed_lstm(gates, c), [lg, lc], weights)
+        got = grads_of(_C._lstm_cell_pointwise(vg(lg), vc(lc)), [lg, lc], weights)
+        want = grads_of(composed_lstm(vg(lg), vc(lc)), [lg, lc], weights)
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=10 * tol, atol=10 * tol)
 
@@ -150,9 +148,10 @@ def test_lstm_gradcheck():
 @pytest.mark.parametrize("layouts", LAYOUTS)
 def test_gru_values_and_grads(ftdt, npdt, tol, shape, layouts):
     B, H = shape
-    li, ig = leaf((B, 3 * H), npdt, layouts[0])
-    lh, hg = leaf((B, 3 * H), npdt, layouts[1])
-    lx, h = leaf((B, H), npdt, layouts[0])
+    li, vi = leaf((B, 3 * H), npdt, layouts[0])
+    lh, vh = leaf((B, 3 * H), npdt, layouts[1])
+    lx, vx = leaf((B, H), npdt, layouts[0])
+    ig, hg, h = vi(li), vh(lh), vx(lx)
     y = _C._gru_cell_pointwise(ig, hg, h)
     assert y.dtype == ftdt and tuple(y.shape) == (B, H)
     e = np_gru(N(ig).astype(np.float64), N(hg).astype(np.float64), N(h).astype(np.float64))
@@ -160,8 +159,8 @@ def test_gru_values_and_grads(ftdt, npdt, tol, shape, layouts):
     if B * H == 0:
         return
     w = rand(B, H, dtype=npdt)
-    got = grads_of([_C._gru_cell_pointwise(ig, hg, h)], [li, lh, lx], [w])
-    want = grads_of([composed_gru(ig, hg, h)], [li, lh, lx], [w])
+    got = grads_of([_C._gru_cell_pointwise(vi(li), vh(lh), vx(lx))], [li, lh, lx], [w])
+    want = grads_of([composed_gru(vi(li), vh(lh), vx(lx))], [li, lh, lx], [w])
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=10 * tol, atol=10 * tol)
 
