@@ -132,12 +132,7 @@ fn lstm_backward_graph(
 }
 
 /// GRU cell gradients from differentiable ops (for double backward).
-fn gru_backward_graph(
-    ig: &Tensor,
-    hg: &Tensor,
-    hx: &Tensor,
-    gy: &Tensor,
-) -> Result<[Tensor; 3]> {
+fn gru_backward_graph(ig: &Tensor, hg: &Tensor, hx: &Tensor, gy: &Tensor) -> Result<[Tensor; 3]> {
     let h = hx.shape()[1];
     let r = add(&part(ig, 0, h)?, &part(hg, 0, h)?)?.unary(UnaryOp::Sigmoid)?;
     let z = add(&part(ig, 1, h)?, &part(hg, 1, h)?)?.unary(UnaryOp::Sigmoid)?;
@@ -498,12 +493,8 @@ pub fn gru_cell_pointwise(
                 };
                 if is_grad_enabled() {
                     // create_graph: differentiable formulas (double backward works).
-                    let gs = gru_backward_graph(
-                        saved_ig.get()?,
-                        saved_hg.get()?,
-                        saved_h.get()?,
-                        gy,
-                    )?;
+                    let gs =
+                        gru_backward_graph(saved_ig.get()?, saved_hg.get()?, saved_h.get()?, gy)?;
                     return Ok(zip_need(gs));
                 }
                 // Fused kernel: the returned gradients do not require grad.

@@ -183,6 +183,19 @@ def test_gru_grad_fn_and_gradcheck():
     assert hn.grad is None and ig.grad is not None
 
 
+def test_gradgradcheck():
+    from ferrotorch.autograd import gradgradcheck
+
+    g = T(rand(2, 8), grad=True)
+    c = T(rand(2, 2), grad=True)
+    assert gradgradcheck(lambda a, b: _C._lstm_cell_pointwise(a, b), (g, c))
+    assert gradgradcheck(lambda a, b: _C._lstm_cell_pointwise(a, b)[1], (g, c))
+    ig = T(rand(2, 6), grad=True)
+    hg = T(rand(2, 6), grad=True)
+    h = T(rand(2, 2), grad=True)
+    assert gradgradcheck(lambda a, b, x: _C._gru_cell_pointwise(a, b, x), (ig, hg, h))
+
+
 # --------------------------------------------------------------------------- dtypes
 def test_half_dtypes():
     g, c = rand(3, 8, dtype=np.float32), rand(3, 2, dtype=np.float32)

@@ -77,10 +77,11 @@ def _rnn_relu_cell(xw, h, w_hh_t):
     return _hh(xw, h, w_hh_t).relu()
 
 
-# The gate nonlinearities and products run as ONE fused Rust kernel (and one autograd node,
-# first-order only) when the operands are plain 2-D floating tensors of one dtype with
-# matching shapes; anything else (broadcasting, mixed dtypes, >2-D states) takes the composed
-# tensor-op path, which computes the same values. ``_FUSED = False`` forces that path.
+# The gate nonlinearities and products run as ONE fused Rust kernel (one autograd node with
+# a fused backward kernel; double backward uses composed formulas) when the operands are
+# plain 2-D floating tensors of one dtype with matching shapes; anything else (broadcasting,
+# mixed dtypes, >2-D states) takes the composed tensor-op path, which computes the same
+# values. ``_FUSED = False`` forces that path.
 _FUSED = True
 
 
