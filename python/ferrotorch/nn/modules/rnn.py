@@ -4,8 +4,9 @@ Parameter names, shapes, gate order and initialisation follow PyTorch. A layer c
 input projection of the whole sequence with one matmul (``x @ W_ih^T + b_ih`` for all time
 steps at once), then one matmul per step for ``h @ W_hh^T`` followed by the gate elementwise
 ops (for LSTM/GRU one fused Rust kernel, ``_C._lstm_cell_pointwise`` /
-``_C._gru_cell_pointwise``). ``PackedSequence`` inputs run the same recurrence on the padded time-major layout,
-updating only the ``batch_sizes[t]`` sequences still running at step ``t``.
+``_C._gru_cell_pointwise``). ``PackedSequence`` inputs run the same recurrence on the
+padded time-major layout, updating only the ``batch_sizes[t]`` sequences still running at
+step ``t``.
 """
 
 import math
