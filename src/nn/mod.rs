@@ -5,3 +5,4 @@ pub mod conv;
 pub mod loss;
 pub mod norm;
 pub mod pool;
+pub mod rnn;

@@ -9,6 +9,7 @@ mod misc_ops;
 mod nn_conv;
 mod nn_norm;
 mod nn_pool;
+mod nn_rnn;
 mod numpy_interop;
 mod optim;
 mod parallel;
@@ -91,6 +92,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_conv::register(m)?;
     nn_norm::register(m)?;
     nn_pool::register(m)?;
+    nn_rnn::register(m)?;
     optim::register(m)?;
     Ok(())
 }

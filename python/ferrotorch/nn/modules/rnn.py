@@ -3,8 +3,10 @@
 Parameter names, shapes, gate order and initialisation follow PyTorch. A layer computes the
 input projection of the whole sequence with one matmul (``x @ W_ih^T + b_ih`` for all time
 steps at once), then one matmul per step for ``h @ W_hh^T`` followed by the gate elementwise
-ops. ``PackedSequence`` inputs run the same recurrence on the padded time-major layout,
-updating only the ``batch_sizes[t]`` sequences still running at step ``t``.
+ops (for LSTM/GRU one fused Rust kernel, ``_C._lstm_cell_pointwise`` /
+``_C._gru_cell_pointwise``). ``PackedSequence`` inputs run the same recurrence on the
+padded time-major layout, updating only the ``batch_sizes[t]`` sequences still running at
+step ``t``.
 """
 
 import math
@@ -77,10 +79,33 @@ def _rnn_relu_cell(xw, h, w_hh_t):
     return _hh(xw, h, w_hh_t).relu()
 
 
+# The gate nonlinearities and products run as ONE fused Rust kernel (one autograd node with
+# a fused backward kernel; double backward uses composed formulas) when the operands are
+# plain 2-D floating tensors of one dtype with matching shapes; anything else (broadcasting,
+# mixed dtypes, >2-D states) takes the composed tensor-op path, which computes the same
+# values. ``_FUSED = False`` forces that path.
+_FUSED = True
+
+
+def _fusable(gates, k, state, *others):
+    """``gates`` is (B, k*H), ``state`` (B, H) and each of ``others`` shaped like ``gates``,
+    all of one floating dtype."""
+    if (not _FUSED or gates.dim() != 2 or state.dim() != 2
+            or not gates.dtype.is_floating_point):
+        return False
+    B, n = gates.shape
+    return (state.shape[0] == B and n == k * state.shape[1] and state.dtype == gates.dtype
+            and all(t.shape == gates.shape and t.dtype == gates.dtype for t in others))
+
+
 def _lstm_cell(xw, h, c, w_hh_t, w_hr=None):
-    i, f, g, o = _hh(xw, h, w_hh_t).chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
+    gates = _hh(xw, h, w_hh_t)
+    if _fusable(gates, 4, c):
+        h, c = _C._lstm_cell_pointwise(gates, c)
+    else:
+        i, f, g, o = gates.chunk(4, -1)
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        h = o.sigmoid() * c.tanh()
     if w_hr is not None:
         h = F.linear(h, w_hr)
     return h, c
@@ -88,6 +113,8 @@ def _lstm_cell(xw, h, c, w_hh_t, w_hr=None):
 
 def _gru_cell(xw, h, w_hh_t, b_hh):
     gh = h.matmul(w_hh_t) if b_hh is None else _hh(b_hh, h, w_hh_t)
+    if _fusable(xw, 3, h, gh):
+        return _C._gru_cell_pointwise(xw, gh, h)
     i_r, i_z, i_n = xw.chunk(3, -1)
     h_r, h_z, h_n = gh.chunk(3, -1)
     r = (i_r + h_r).sigmoid()
