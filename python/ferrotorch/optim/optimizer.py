@@ -274,9 +274,7 @@ def _to_scalar(x):
 
 def _zeros_like(p):
     """A zero tensor shaped like ``p`` (no autograd)."""
-    if hasattr(_C, "zeros_like"):
-        return _C.zeros_like(p).detach()
-    return (p.detach() * 0).contiguous()
+    return _C.zeros_like(p).detach()
 
 
 _FUSED_DTYPES = (_C.float32, _C.float64)

@@ -12,7 +12,7 @@ __all__ = ["Identity", "Linear", "Bilinear"]
 
 
 def _empty(*shape, dtype=None, device=None):
-    t = _C.empty(*shape, dtype=dtype) if hasattr(_C, "empty") else _C.Tensor(*shape)
+    t = _C.empty(*shape, dtype=dtype)
     if dtype is not None and t.dtype != dtype:
         t = t.to(dtype)
     if device is not None:
