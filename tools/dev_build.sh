@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Fast edit-compile-test loop without maturin: build the extension (debug unless
-# PROFILE=release) and drop it into python/ferrotorch/ so `PYTHONPATH=python pytest` sees it.
+# Fast edit-compile-test loop without maturin: build the extension (debug unless PROFILE is
+# `release` or `fastrel`) and drop it into python/ferrotorch/ so `PYTHONPATH=python pytest` sees it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${PROFILE:-debug}
-flag=""; [ "$profile" = release ] && flag="--release"
+case "$profile" in
+  debug | dev) profile=debug; flag="" ;;
+  *) flag="--profile $profile" ;;
+esac
+# shellcheck disable=SC2086
 cargo build $flag --features python,pyo3/extension-module --lib
-cp "target/$profile/libferrotorch.so" python/ferrotorch/_C.abi3.so
+cp "${CARGO_TARGET_DIR:-target}/$profile/libferrotorch.so" python/ferrotorch/_C.abi3.so
