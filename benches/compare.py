@@ -397,6 +397,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke test")
     ap.add_argument("--threads", type=int, default=None,
                     help="threads for every library (sets OPENBLAS/OMP/RAYON_NUM_THREADS)")
+    ap.add_argument("--only", default=None,
+                    help="run only the cases whose name contains this text (case-insensitive)")
     args = ap.parse_args()
     if torch is not None and args.threads:
         torch.set_num_threads(args.threads)
@@ -404,6 +406,8 @@ def main():
     libs = ["numpy", "ferrotorch"] + (["torch"] if torch is not None else [])
     rows = []
     for name, factories, flops in cases(args.quick):
+        if args.only and args.only.lower() not in name.lower():
+            continue
         times = {}
         for lib in libs:
             try:
