@@ -40,6 +40,7 @@ lint: $(STAMP)
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features python -- -D warnings
+	cargo clippy --features python,cuda -- -D warnings
 	$(VENV)/bin/ruff check python tests benches examples tools
 
 bench: build

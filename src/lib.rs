@@ -18,6 +18,7 @@
 
 pub mod autograd;
 pub mod cpu;
+pub mod cuda;
 pub mod device;
 pub mod dtype;
 pub mod error;

@@ -115,6 +115,8 @@ impl CpuStorage {
 /// Where the bytes of a storage live.
 pub enum StorageData {
     Cpu(CpuStorage),
+    /// Device memory (uninhabited in builds without the `cuda` feature).
+    Cuda(crate::cuda::CudaStorage),
 }
 
 /// A storage shared by all views of it.
@@ -130,19 +132,28 @@ impl Storage {
             version: AtomicU64::new(0),
         }
     }
+    pub fn cuda(s: crate::cuda::CudaStorage) -> Self {
+        Storage {
+            data: StorageData::Cuda(s),
+            version: AtomicU64::new(0),
+        }
+    }
     pub fn device(&self) -> Device {
         match &self.data {
             StorageData::Cpu(_) => Device::Cpu,
+            StorageData::Cuda(c) => Device::Cuda(c.ordinal()),
         }
     }
     pub fn dtype(&self) -> DType {
         match &self.data {
             StorageData::Cpu(c) => c.dtype(),
+            StorageData::Cuda(c) => c.dtype(),
         }
     }
     pub fn len(&self) -> usize {
         match &self.data {
             StorageData::Cpu(c) => c.len(),
+            StorageData::Cuda(c) => c.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -152,9 +163,21 @@ impl Storage {
         &self.data
     }
     /// The CPU buffer, or an error naming the device.
-    pub fn as_cpu(&self) -> &CpuStorage {
+    pub fn try_cpu(&self) -> Result<&CpuStorage> {
         match &self.data {
-            StorageData::Cpu(c) => c,
+            StorageData::Cpu(c) => Ok(c),
+            StorageData::Cuda(c) => Err(Error::Runtime(format!(
+                "this operation is not implemented for CUDA tensors yet (tensor on cuda:{}); move it to the CPU with .cpu()",
+                c.ordinal()
+            ))),
+        }
+    }
+    /// The CPU buffer. Panics (caught at the Python boundary and raised as RuntimeError) for
+    /// device storage: callers that can meet CUDA tensors use `try_cpu`.
+    pub fn as_cpu(&self) -> &CpuStorage {
+        match self.try_cpu() {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
         }
     }
     /// Current version (bumped by every in-place write).

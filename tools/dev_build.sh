@@ -9,5 +9,5 @@ case "$profile" in
   *) flag="--profile $profile" ;;
 esac
 # shellcheck disable=SC2086
-cargo build $flag --features python,pyo3/extension-module --lib
+cargo build $flag --features python,cuda,pyo3/extension-module --lib
 cp "${CARGO_TARGET_DIR:-target}/$profile/libferrotorch.so" python/ferrotorch/_C.abi3.so

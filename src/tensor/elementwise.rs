@@ -6,7 +6,9 @@ use crate::autograd::no_grad;
 use crate::cpu::strided;
 use crate::dtype::{Category, ResultType};
 use crate::layout::broadcast_shapes;
-use crate::{with_dtype, with_float_dtype, DType, Element, Error, FloatElement, Result, Scalar};
+use crate::{
+    with_dtype, with_float_dtype, DType, Device, Element, Error, FloatElement, Result, Scalar,
+};
 
 /// Binary elementwise operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,15 +65,15 @@ impl BinaryOp {
             BitXor => "bitwise_xor",
         }
     }
-    fn is_comparison(self) -> bool {
+    pub(crate) fn is_comparison(self) -> bool {
         use BinaryOp::*;
         matches!(self, Eq | Ne | Lt | Le | Gt | Ge)
     }
-    fn is_logical(self) -> bool {
+    pub(crate) fn is_logical(self) -> bool {
         use BinaryOp::*;
         matches!(self, LogicalAnd | LogicalOr | LogicalXor)
     }
-    fn is_bitwise(self) -> bool {
+    pub(crate) fn is_bitwise(self) -> bool {
         use BinaryOp::*;
         matches!(self, BitAnd | BitOr | BitXor)
     }
@@ -81,7 +83,7 @@ impl BinaryOp {
     }
 
     /// (dtype the kernel computes in, dtype of the result) for promoted input dtype `common`.
-    fn dtypes(self, common: DType) -> Result<(DType, DType)> {
+    pub(crate) fn dtypes(self, common: DType) -> Result<(DType, DType)> {
         if self.is_comparison() {
             return Ok((common.compute_dtype(), DType::Bool));
         }
@@ -322,8 +324,11 @@ fn float_unary<T: FloatElement>(op: UnaryOp, x: T) -> T {
 }
 
 impl Tensor {
+    /// PyTorch's device rule for two operands: the same device, except that a 0-d CPU tensor
+    /// mixes with a tensor on any device (like a Python scalar).
     fn check_same_device(&self, other: &Tensor, op: &'static str) -> Result<()> {
-        if self.device() != other.device() {
+        let cpu_scalar = |t: &Tensor| t.device() == Device::Cpu && t.ndim() == 0;
+        if self.device() != other.device() && !cpu_scalar(self) && !cpu_scalar(other) {
             return Err(Error::DeviceMismatch {
                 op,
                 lhs: self.device(),
@@ -407,6 +412,9 @@ impl Tensor {
     }
 
     fn unary_raw(&self, op: UnaryOp) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            return crate::cuda::ops::unary(self, op);
+        }
         use UnaryOp::*;
         let dt = self.dtype();
         match op {
@@ -540,6 +548,9 @@ fn int_map<T: Element>(t: &Tensor, f: impl Fn(T) -> T + Sync + Send) -> Result<T
 
 /// The shared binary kernel: cast both operands to the compute dtype, broadcast, map.
 fn binary_kernel(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<Tensor> {
+    if a.device().is_cuda() || b.device().is_cuda() {
+        return crate::cuda::ops::binary(a, b, op, common);
+    }
     let (compute, out_dtype) = op.dtypes(common)?;
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     let a = a.to_dtype(compute);

@@ -372,3 +372,20 @@ impl Tensor {
         Ok(out)
     }
 }
+
+/// Record the copy of `x` to another device (`Tensor.to(device)`): the gradient goes back to
+/// `x`'s device.
+pub(crate) fn record_to_device(x: &Tensor, out: &Tensor) {
+    if needs_grad(&[x]) {
+        let src = x.device();
+        record(
+            "ToCopyBackward0",
+            &[x],
+            &[out],
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(g.to_device(src)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+}

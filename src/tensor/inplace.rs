@@ -151,6 +151,20 @@ impl Tensor {
 
     /// Raw copy without autograd (`src` broadcast to our shape, cast to our dtype).
     pub(crate) fn copy_raw(&self, src: &Tensor) -> Result<()> {
+        if self.device().is_cuda() {
+            let src = if src.shares_storage(self) {
+                src.clone_data()
+            } else {
+                src.clone()
+            };
+            self.storage().bump_version();
+            return crate::cuda::ops::copy_into(self, &src);
+        }
+        let src = if src.device().is_cuda() {
+            crate::cuda::ops::download(src)?
+        } else {
+            src.clone()
+        };
         let src = src.to_dtype(self.dtype());
         let ls = src.layout().broadcast_to("copy_", self.shape())?;
         // Copy first if the source overlaps our storage, so reads never see our writes.

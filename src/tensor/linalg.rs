@@ -136,6 +136,9 @@ fn matmul_core(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> Result<Tensor> {
 }
 
 fn matmul_core_raw(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> Result<Tensor> {
+    if a.device().is_cuda() || b.device().is_cuda() {
+        return matmul_cuda(a, b, acc);
+    }
     let dt = a.dtype();
     if dt == DType::BF16 {
         let acc32 = acc.map(|c| Acc {
@@ -162,6 +165,21 @@ fn matmul_core_raw(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> Result<Tensor> 
         }
     }
     with_matmul_dtype!(dt, T, { matmul_typed::<T>(a, b, acc) })
+}
+
+/// cuBLAS product, then `beta * input + alpha * product` for the addmm family.
+fn matmul_cuda(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> Result<Tensor> {
+    let r = crate::cuda::ops::matmul(a, b)?;
+    let Some(c) = acc else {
+        return Ok(r);
+    };
+    let r = r.binary_scalar(c.alpha, BinaryOp::Mul, false)?;
+    if is_zero_scalar(c.beta) {
+        return Ok(r);
+    }
+    c.input
+        .binary_scalar(c.beta, BinaryOp::Mul, false)?
+        .binary(&r, BinaryOp::Add)
 }
 
 fn matmul_typed<T: MatmulElement>(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> Result<Tensor> {

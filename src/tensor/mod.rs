@@ -107,6 +107,14 @@ impl Tensor {
         })
     }
 
+    /// A tensor of `shape` filled with `value` on `device`.
+    pub fn full_on(device: Device, shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Ok(Tensor::full(shape, value, dtype)),
+            Device::Cuda(n) => crate::cuda::ops::full(n, shape, value, dtype),
+        }
+    }
+
     pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::full(shape, Scalar::Int(0), dtype)
     }
@@ -246,7 +254,7 @@ impl Tensor {
                 got: self.dtype(),
             });
         }
-        Ok(self.0.storage.as_cpu().as_slice::<T>())
+        Ok(self.0.storage.try_cpu()?.as_slice::<T>())
     }
 
     /// The CPU buffer for writing through. In-place ops go through here (it bumps the
@@ -257,7 +265,7 @@ impl Tensor {
     /// than through the same element positions the caller is rewriting.
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn storage_slice_mut<T: Element>(&self) -> Result<&mut [T]> {
-        let cpu = self.0.storage.as_cpu();
+        let cpu = self.0.storage.try_cpu()?;
         if !cpu.is_writable() {
             return Err(Error::Runtime(
                 "cannot write to a tensor that shares memory with a read-only buffer".into(),
@@ -269,6 +277,9 @@ impl Tensor {
 
     /// The elements in row-major order as a `Vec<T>` (T must be the tensor's dtype).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.device().is_cuda() {
+            return crate::cuda::ops::download(self)?.to_vec();
+        }
         let s = self.storage_slice::<T>()?;
         let l = self.layout();
         if l.is_contiguous() {
@@ -279,6 +290,9 @@ impl Tensor {
 
     /// The elements converted to f64 in row-major order.
     pub fn to_f64_vec(&self) -> Vec<f64> {
+        if self.device().is_cuda() {
+            return cuda_result(crate::cuda::ops::download(self)).to_f64_vec();
+        }
         with_dtype!(self.dtype(), T, {
             let s = self
                 .storage_slice::<T>()
@@ -294,6 +308,9 @@ impl Tensor {
                 "a Tensor with {} elements cannot be converted to Scalar",
                 self.numel()
             )));
+        }
+        if self.device().is_cuda() {
+            return crate::cuda::ops::download(self)?.item();
         }
         let off = self.layout().offset;
         Ok(with_dtype!(self.dtype(), T, {
@@ -318,6 +335,9 @@ impl Tensor {
 
     /// A contiguous copy that shares nothing with `self` (`Tensor.clone()` in PyTorch).
     pub fn clone_data(&self) -> Tensor {
+        if self.device().is_cuda() {
+            return cuda_result(crate::cuda::ops::clone(self));
+        }
         with_dtype!(self.dtype(), T, {
             let s = self
                 .storage_slice::<T>()
@@ -326,10 +346,23 @@ impl Tensor {
         })
     }
 
+    /// This tensor's elements (copied first if not contiguous) viewed with `shape`, which
+    /// must have the same number of elements. No autograd record: for kernels' results.
+    pub(crate) fn reshape_contiguous(&self, shape: &[usize]) -> Tensor {
+        let t = self.contiguous();
+        debug_assert_eq!(shape.iter().product::<usize>(), t.numel());
+        let mut l = Layout::contiguous(shape);
+        l.offset = t.storage_offset();
+        Tensor::from_parts(t.0.storage.clone(), l, t.dtype())
+    }
+
     /// Convert to `dtype` (returns `self` when it already has that dtype).
     pub fn to_dtype(&self, dtype: DType) -> Tensor {
         if dtype == self.dtype() {
             return self.clone();
+        }
+        if self.device().is_cuda() {
+            return cuda_result(crate::cuda::ops::cast(self, dtype));
         }
         with_dtype!(self.dtype(), S, {
             let s = self
@@ -344,12 +377,14 @@ impl Tensor {
         })
     }
 
-    /// Move to `device` (only the CPU exists in this build).
+    /// Move to `device` (a copy unless the tensor is already there).
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
         if device == self.device() {
             return Ok(self.clone());
         }
-        Err(Error::DeviceUnavailable(device))
+        let out = crate::cuda::ops::to_device(self, device)?;
+        elementwise_grad::record_to_device(self, &out);
+        Ok(out)
     }
 
     /// Fill every element with `value` in place.
@@ -357,4 +392,11 @@ impl Tensor {
         let src = Tensor::scalar(value, self.dtype());
         self.copy_(&src)
     }
+}
+
+/// Unwrap the result of a CUDA kernel in an infallible method (`clone_data`, `to_dtype`):
+/// a failure there (out of memory, a lost device) panics, and the panic is raised as a
+/// Python RuntimeError carrying the message.
+fn cuda_result(r: Result<Tensor>) -> Tensor {
+    r.unwrap_or_else(|e| panic!("{e}"))
 }

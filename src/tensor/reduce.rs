@@ -5,6 +5,7 @@
 
 use super::Tensor;
 use crate::cpu::reduce::{self as k, Reducer, Scanner};
+use crate::cuda::ops as cuda;
 use crate::layout::normalize_dim;
 use crate::{with_dtype, with_float_dtype, DType, Element, Error, Result};
 
@@ -164,6 +165,10 @@ impl Tensor {
         } else {
             DType::I64
         });
+        if self.device().is_cuda() {
+            let x = self.to_dtype(out_dt);
+            return cuda::reduce(&x, &mask, keepdim, cuda::Reduction::Sum);
+        }
         if out_dt.is_floating_point() {
             let x = self.to_dtype(out_dt).to_dtype(out_dt.compute_dtype());
             return Ok(from_f64s(float_sums(&x, &mask)?, &shape, out_dt));
@@ -202,6 +207,10 @@ impl Tensor {
         };
         let mask = reduce_mask(self.ndim(), dims)?;
         let shape = reduced_shape(self.shape(), &mask, keepdim);
+        if self.device().is_cuda() {
+            let x = self.to_dtype(out_dt);
+            return cuda::reduce(&x, &mask, keepdim, cuda::Reduction::Mean);
+        }
         let n = reduced_numel(self.shape(), &mask) as f64;
         let x = self.to_dtype(out_dt).to_dtype(out_dt.compute_dtype());
         let v = float_sums(&x, &mask)?.into_iter().map(|s| s / n).collect();
@@ -222,6 +231,10 @@ impl Tensor {
         } else {
             DType::I64
         });
+        if self.device().is_cuda() {
+            let x = self.to_dtype(out_dt);
+            return cuda::reduce(&x, &mask, keepdim, cuda::Reduction::Prod);
+        }
         let x = if out_dt.is_floating_point() || self.dtype().is_floating_point() {
             self.to_dtype(out_dt)
         } else {
@@ -278,6 +291,14 @@ impl Tensor {
             )));
         }
         let mask = vec![true; self.ndim()];
+        if self.device().is_cuda() {
+            let r = if MAX {
+                cuda::Reduction::Max
+            } else {
+                cuda::Reduction::Min
+            };
+            return cuda::reduce(self, &mask, false, r);
+        }
         Ok(with_dtype!(self.dtype(), T, {
             let v = run::<T, _>(self, &mask, &k::Extremum::<MAX>)?;
             Tensor::from_vec_unchecked(v, &[])
@@ -300,6 +321,21 @@ impl Tensor {
         keepdim: bool,
     ) -> Result<(Tensor, Tensor)> {
         let shape = reduced_shape(self.shape(), mask, keepdim);
+        if self.device().is_cuda() {
+            let d = mask.iter().position(|&m| m).unwrap_or(0);
+            let r = if MAX {
+                cuda::Reduction::Max
+            } else {
+                cuda::Reduction::Min
+            };
+            if self.ndim() == 0 {
+                let idx = cuda::full_on(self, &[], crate::Scalar::Int(0), DType::I64)?;
+                return Ok((self.clone_data(), idx));
+            }
+            let (v, i) = cuda::reduce_dim(self, d, r)?;
+            let i = i.ok_or_else(|| Error::Runtime("max/min: missing indices".into()))?;
+            return Ok((v.reshape_contiguous(&shape), i.reshape_contiguous(&shape)));
+        }
         Ok(with_dtype!(self.dtype(), T, {
             let (v, i) = unzip(run::<T, _>(self, mask, &k::ArgExtremum::<MAX>)?);
             (
@@ -328,6 +364,14 @@ impl Tensor {
         let mask = reduce_mask(self.ndim(), dims)?;
         check_nonempty_dims(op, self, &mask, dims_given(dims))?;
         let shape = reduced_shape(self.shape(), &mask, keepdim);
+        if self.device().is_cuda() {
+            let r = if MAX {
+                cuda::Reduction::Max
+            } else {
+                cuda::Reduction::Min
+            };
+            return cuda::reduce(self, &mask, keepdim, r);
+        }
         Ok(with_dtype!(self.dtype(), T, {
             Tensor::from_vec_unchecked(run::<T, _>(self, &mask, &k::Extremum::<MAX>)?, &shape)
         }))
@@ -659,6 +703,15 @@ impl Tensor {
             });
         }
         let d = self.dim(dim)?;
+        if x.device().is_cuda() {
+            let x1 = if x.ndim() == 0 {
+                x.reshape_contiguous(&[1])
+            } else {
+                x.clone()
+            };
+            let y = cuda::softmax(&x1, d, log)?;
+            return Ok(y.reshape_contiguous(self.shape()));
+        }
         let out_dt = x.dtype();
         let xc = x.to_dtype(out_dt.compute_dtype()).contiguous();
         let shape: Vec<usize> = if self.ndim() == 0 {

@@ -1,0 +1,151 @@
+//! cuBLAS: one handle per device, batched GEMM for every float dtype.
+
+use super::driver::{cublas_present, DeviceState};
+use crate::{DType, Error, Result};
+use cudarc::cublas::{result as cublas, sys};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `backends.cuda.matmul.allow_tf32` (off by default, as in PyTorch).
+pub static ALLOW_TF32: AtomicBool = AtomicBool::new(false);
+
+/// An owned cuBLAS handle.
+pub struct BlasHandle(sys::cublasHandle_t);
+
+// SAFETY: the handle is only used while the device's `blas` mutex is held.
+unsafe impl Send for BlasHandle {}
+
+impl Drop for BlasHandle {
+    fn drop(&mut self) {
+        // SAFETY: created by create_handle and dropped once.
+        unsafe {
+            let _ = cublas::destroy_handle(self.0);
+        }
+    }
+}
+
+/// One operand of a row-major product: a pointer, whether cuBLAS must transpose it, its
+/// leading dimension and the distance between batch matrices (elements).
+#[derive(Clone, Copy, Debug)]
+pub struct Operand {
+    pub ptr: u64,
+    pub transposed: bool,
+    pub ld: i64,
+    pub batch_stride: i64,
+}
+
+fn blas_err(e: impl std::fmt::Debug) -> Error {
+    Error::Runtime(format!("cuBLAS error: {e:?}"))
+}
+
+/// `c[i] = a[i] @ b[i]` for `batch` row-major matrices (m x k) @ (k x n) -> (m x n), c
+/// contiguous. Row-major products are computed as the column-major product c^T = b^T a^T
+/// (operands swapped), so no operand is copied.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_batched(
+    dev: &DeviceState,
+    dtype: DType,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Operand,
+    b: Operand,
+    c_ptr: u64,
+    batch: usize,
+) -> Result<()> {
+    if !cublas_present() {
+        return Err(Error::Runtime(
+            "matmul on CUDA needs cuBLAS (libcublas.so), which was not found. Install the CUDA \
+             toolkit or: pip install nvidia-cublas-cu12"
+                .into(),
+        ));
+    }
+    let too_big = |v: usize| v > i32::MAX as usize;
+    if too_big(m) || too_big(n) || too_big(k) || too_big(batch) {
+        return Err(Error::Runtime(format!(
+            "matmul on CUDA: sizes m={m} n={n} k={k} batch={batch} exceed cuBLAS's int range"
+        )));
+    }
+    let (data_type, compute) = match dtype {
+        DType::F32 => (
+            sys::cudaDataType::CUDA_R_32F,
+            if ALLOW_TF32.load(Ordering::Relaxed) {
+                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
+            } else {
+                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F
+            },
+        ),
+        DType::F64 => (
+            sys::cudaDataType::CUDA_R_64F,
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_64F,
+        ),
+        DType::F16 => (
+            sys::cudaDataType::CUDA_R_16F,
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+        ),
+        DType::BF16 => (
+            sys::cudaDataType::CUDA_R_16BF,
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+        ),
+        other => {
+            return Err(Error::Runtime(format!(
+                "\"addmm_cuda\" not implemented for '{}'",
+                other.torch_name()
+            )))
+        }
+    };
+    dev.bind()?;
+    let mut guard = dev.blas.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.is_none() {
+        *guard = Some(BlasHandle(cublas::create_handle().map_err(blas_err)?));
+    }
+    let handle = guard.as_ref().map(|h| h.0).unwrap_or(std::ptr::null_mut());
+    let stream = dev.stream();
+    let op = |t: bool| {
+        if t {
+            sys::cublasOperation_t::CUBLAS_OP_T
+        } else {
+            sys::cublasOperation_t::CUBLAS_OP_N
+        }
+    };
+    let (alpha64, beta64) = (1.0f64, 0.0f64);
+    let (alpha32, beta32) = (1.0f32, 0.0f32);
+    let (alpha, beta): (*const std::ffi::c_void, *const std::ffi::c_void) = if dtype == DType::F64 {
+        (&alpha64 as *const f64 as _, &beta64 as *const f64 as _)
+    } else {
+        (&alpha32 as *const f32 as _, &beta32 as *const f32 as _)
+    };
+    // SAFETY: the handle is valid and used under the device's mutex; the pointers are live
+    // device buffers the caller sized for these dims (operands swapped: column-major
+    // c^T (n x m) = b^T (n x k) a^T (k x m)); alpha/beta outlive the call, which only
+    // reads them before returning (host pointer mode).
+    unsafe {
+        cublas::set_stream(handle, stream.cu_stream() as sys::cudaStream_t).map_err(blas_err)?;
+        cublas::gemm_strided_batched_ex(
+            handle,
+            op(b.transposed),
+            op(a.transposed),
+            n as i32,
+            m as i32,
+            k as i32,
+            alpha,
+            b.ptr as *const std::ffi::c_void,
+            data_type,
+            b.ld as i32,
+            b.batch_stride,
+            a.ptr as *const std::ffi::c_void,
+            data_type,
+            a.ld as i32,
+            a.batch_stride,
+            beta,
+            c_ptr as *mut std::ffi::c_void,
+            data_type,
+            n as i32,
+            (m * n) as i64,
+            batch as i32,
+            compute,
+            sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        )
+        .map_err(blas_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,695 @@
+//! Tensor ops on CUDA storage: transfers, fill/copy/cast, elementwise unary and binary ops
+//! (with broadcasting), reductions along a dim, softmax, and matmul through cuBLAS.
+//!
+//! `Tensor` methods call these after validation, promotion and broadcasting (the same rules as
+//! on the CPU); autograd records on top, so backward formulas run here too.
+
+use super::blas::{gemm_batched, Operand};
+use super::compile::KernelFile;
+use super::driver::DeviceState;
+use super::dtype_suffix;
+use super::launch::{elementwise, joint_layouts, layout_of, per_row, StridedLayout};
+use super::storage::CudaStorage;
+use crate::layout::Layout;
+use crate::storage::{Storage, StorageData};
+use crate::tensor::{BinaryOp, UnaryOp};
+use crate::{with_dtype, DType, Device, Error, Result, Scalar, Tensor};
+use cudarc::driver::{result, PushKernelArg};
+use std::sync::Arc;
+
+/// Launch `name` from `file` on the device's current stream with the given arguments (each a
+/// local variable: the builder keeps references to them until the launch).
+macro_rules! launch {
+    ($dev:expr, $file:expr, $name:expr, $cfg:expr; $($arg:expr),* $(,)?) => {{
+        let name: &str = &$name;
+        let f = $dev.function($file, name)?;
+        let stream = $dev.stream();
+        let mut b = stream.launch_builder(&f);
+        $( b.arg(&$arg); )*
+        // SAFETY: the argument list matches the kernel's signature in cuda_kernels/ (see the
+        // family table in cuda_kernels/README.md); every pointer is a live device buffer of the
+        // size the kernel indexes (callers allocate outputs of `n` elements and describe
+        // inputs with layouts that fit their storages).
+        unsafe { b.launch($cfg) }
+            .map(|_| ())
+            .map_err(|e| Error::Runtime(format!("CUDA error: launching {name}: {e}")))
+    }};
+}
+
+/// The CUDA storage of `t`.
+fn storage(t: &Tensor) -> Result<&CudaStorage> {
+    match t.storage().data() {
+        StorageData::Cuda(c) => Ok(c),
+        StorageData::Cpu(_) => Err(Error::Runtime(format!(
+            "expected a CUDA tensor but got a tensor on {}",
+            t.device()
+        ))),
+    }
+}
+
+/// Base device pointer of `t`'s storage (kernels add the layout's offset themselves).
+fn ptr(t: &Tensor) -> Result<u64> {
+    Ok(storage(t)?.device_ptr())
+}
+
+fn ordinal_of(t: &Tensor) -> Result<usize> {
+    match t.device() {
+        Device::Cuda(n) => Ok(n),
+        Device::Cpu => Err(Error::Runtime("expected a CUDA tensor".into())),
+    }
+}
+
+fn dev_of(t: &Tensor) -> Result<Arc<DeviceState>> {
+    Ok(storage(t)?.device_state().clone())
+}
+
+/// An uninitialised contiguous tensor on device `ordinal`.
+pub(crate) fn empty(ordinal: usize, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let numel: usize = shape.iter().product();
+    let s = CudaStorage::alloc(ordinal, numel, dtype)?;
+    Ok(Tensor::from_parts(
+        Arc::new(Storage::cuda(s)),
+        Layout::contiguous(shape),
+        dtype,
+    ))
+}
+
+// ------------------------------------------------------------------------------- transfers
+
+/// Copy a CPU tensor to device `ordinal` (contiguous result).
+pub(crate) fn upload(t: &Tensor, ordinal: usize) -> Result<Tensor> {
+    let t = t.contiguous();
+    let out = empty(ordinal, t.shape(), t.dtype())?;
+    let n = t.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let dev = dev_of(&out)?;
+    dev.bind()?;
+    let stream = dev.stream();
+    let dst = ptr(&out)?;
+    let off = t.storage_offset();
+    with_dtype!(t.dtype(), T, {
+        let src = &t.storage_slice::<T>()?[off..off + n];
+        // SAFETY: `dst` holds `n` elements of T; `src` is `n` initialised host elements that
+        // stay borrowed until the stream is synchronised below.
+        unsafe { result::memcpy_htod_async(dst, src, stream.cu_stream()) }
+            .map_err(|e| Error::Runtime(format!("CUDA error: copy to cuda:{ordinal}: {e}")))?;
+        stream
+            .synchronize()
+            .map_err(|e| Error::Runtime(format!("CUDA error: copy to cuda:{ordinal}: {e}")))?;
+    });
+    Ok(out)
+}
+
+/// Copy a CUDA tensor to the host (contiguous result); waits for the device.
+pub(crate) fn download(t: &Tensor) -> Result<Tensor> {
+    let t = contiguous(t)?;
+    let n = t.numel();
+    let dev = dev_of(&t)?;
+    dev.bind()?;
+    let stream = dev.stream();
+    let src = ptr(&t)? + (t.storage_offset() * t.dtype().size()) as u64;
+    with_dtype!(t.dtype(), T, {
+        let mut v: Vec<T> = Vec::with_capacity(n);
+        if n > 0 {
+            // SAFETY: the spare capacity holds `n` elements; the copy fills all of them before
+            // `set_len` (the stream is synchronised first); `src` holds `n` elements of T.
+            unsafe {
+                let dst = std::slice::from_raw_parts_mut(v.as_mut_ptr(), n);
+                result::memcpy_dtoh_async(dst, src, stream.cu_stream())
+                    .map_err(|e| Error::Runtime(format!("CUDA error: copy to cpu: {e}")))?;
+                stream
+                    .synchronize()
+                    .map_err(|e| Error::Runtime(format!("CUDA error: copy to cpu: {e}")))?;
+                v.set_len(n);
+            }
+        }
+        Ok(Tensor::from_vec_unchecked(v, t.shape()))
+    })
+}
+
+/// Move `t` (on any device) to `device`.
+pub(crate) fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
+    match (t.device(), device) {
+        (a, b) if a == b => Ok(t.clone()),
+        (Device::Cpu, Device::Cuda(n)) => upload(t, n),
+        (Device::Cuda(_), Device::Cpu) => download(t),
+        // Between devices through the host (peer copies are a later optimisation).
+        (Device::Cuda(_), Device::Cuda(n)) => upload(&download(t)?, n),
+        _ => unreachable!("CPU to CPU is handled by the first arm"),
+    }
+}
+
+// ------------------------------------------------------------------------------- fill, copy, cast
+
+/// A contiguous tensor of `shape` filled with `value`.
+pub(crate) fn full(ordinal: usize, shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
+    let out = empty(ordinal, shape, dtype)?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let dev = dev_of(&out)?;
+    let p = ptr(&out)?;
+    let n64 = n as i64;
+    with_dtype!(dtype, T, {
+        let v: T = value.to_elem::<T>();
+        launch!(dev, KernelFile::FillCopy, format!("fill_{}", dtype_suffix(dtype)), elementwise(n); p, n64, v)?;
+    });
+    Ok(out)
+}
+
+/// A contiguous tensor of `shape` filled with `value` on `like`'s device.
+pub(crate) fn full_on(
+    like: &Tensor,
+    shape: &[usize],
+    value: Scalar,
+    dtype: DType,
+) -> Result<Tensor> {
+    full(ordinal_of(like)?, shape, value, dtype)
+}
+
+/// `t` if contiguous, else a contiguous copy on the same device.
+pub(crate) fn contiguous(t: &Tensor) -> Result<Tensor> {
+    if t.is_contiguous() {
+        return Ok(t.clone());
+    }
+    clone(t)
+}
+
+/// A contiguous copy of `t` (shares nothing).
+pub(crate) fn clone(t: &Tensor) -> Result<Tensor> {
+    let out = empty(ordinal_of(t)?, t.shape(), t.dtype())?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let dev = dev_of(t)?;
+    let (x, o) = (ptr(t)?, ptr(&out)?);
+    let xl = layout_of("clone", t.layout())?;
+    let n64 = n as i64;
+    launch!(dev, KernelFile::FillCopy, format!("copy_{}", dtype_suffix(t.dtype())), elementwise(n); x, xl, o, n64)?;
+    Ok(out)
+}
+
+/// `t` converted to `dtype` (contiguous).
+pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if dtype == t.dtype() {
+        return Ok(t.clone());
+    }
+    let out = empty(ordinal_of(t)?, t.shape(), dtype)?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let dev = dev_of(t)?;
+    let (x, o) = (ptr(t)?, ptr(&out)?);
+    let xl = layout_of("to", t.layout())?;
+    let n64 = n as i64;
+    let name = format!("cast_{}_{}", dtype_suffix(t.dtype()), dtype_suffix(dtype));
+    launch!(dev, KernelFile::Cast, name, elementwise(n); x, xl, o, n64)?;
+    Ok(out)
+}
+
+/// Bring an operand to `dst`'s device (0-d CPU tensors and same-device tensors only).
+fn on_device_of(src: &Tensor, dst: &Tensor, op: &'static str) -> Result<Tensor> {
+    if src.device() == dst.device() {
+        return Ok(src.clone());
+    }
+    if src.device() == Device::Cpu && src.ndim() == 0 {
+        return upload(src, ordinal_of(dst)?);
+    }
+    Err(Error::DeviceMismatch {
+        op,
+        lhs: dst.device(),
+        rhs: src.device(),
+    })
+}
+
+/// Write `src` (broadcast to `dst`'s shape, cast to its dtype) into the CUDA tensor `dst`.
+/// A CPU `src` of any shape is uploaded first (`copy_` allows crossing devices).
+pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let mut s = if src.device() == Device::Cpu {
+        upload(src, ordinal_of(dst)?)?
+    } else if src.device() != dst.device() {
+        to_device(src, dst.device())?
+    } else {
+        src.clone()
+    };
+    if s.dtype() != dst.dtype() {
+        s = cast(&s, dst.dtype())?;
+    }
+    let n = dst.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let sl = s.layout().broadcast_to("copy_", dst.shape())?;
+    let [xl, ol] = joint_layouts::<2>(
+        "copy_",
+        dst.shape(),
+        [
+            (&sl.strides, sl.offset),
+            (dst.strides(), dst.storage_offset()),
+        ],
+    )?;
+    let dev = dev_of(dst)?;
+    let (x, o) = (ptr(&s)?, ptr(dst)?);
+    let n64 = n as i64;
+    let name = format!("copy_into_{}", dtype_suffix(dst.dtype()));
+    launch!(dev, KernelFile::FillCopy, name, elementwise(n); x, xl, o, ol, n64)
+}
+
+// ------------------------------------------------------------------------------- elementwise
+
+/// The kernel of a float unary op (None: not available on CUDA yet).
+fn float_unary_kernel(op: UnaryOp) -> Option<&'static str> {
+    use UnaryOp::*;
+    Some(match op {
+        Neg => "neg",
+        Abs => "abs",
+        Sign => "sign",
+        Relu => "relu",
+        Exp => "exp",
+        Exp2 => "exp2",
+        Expm1 => "expm1",
+        Log => "log",
+        Log2 => "log2",
+        Log10 => "log10",
+        Log1p => "log1p",
+        Sqrt => "sqrt",
+        Rsqrt => "rsqrt",
+        Sin => "sin",
+        Cos => "cos",
+        Tan => "tan",
+        Asin => "asin",
+        Acos => "acos",
+        Atan => "atan",
+        Sinh => "sinh",
+        Cosh => "cosh",
+        Tanh => "tanh",
+        Sigmoid => "sigmoid",
+        Gelu => "gelu",
+        GeluTanh => "gelu_tanh",
+        Silu => "silu",
+        Softplus => "softplus",
+        Erf => "erf",
+        Erfinv => "erfinv",
+        Floor => "floor",
+        Ceil => "ceil",
+        Round => "round",
+        Trunc => "trunc",
+        Frac => "frac",
+        Reciprocal => "reciprocal",
+        IsNan => "isnan",
+        IsInf => "isinf",
+        IsFinite => "isfinite",
+        LogicalNot => "logical_not",
+        BitNot => "bitwise_not",
+        _ => return None,
+    })
+}
+
+fn not_implemented(op: &str, t: &Tensor) -> Error {
+    Error::Runtime(format!(
+        "{op} is not implemented for CUDA tensors yet (got a {} tensor on {}); move it to the CPU with .cpu()",
+        t.dtype().torch_name(),
+        t.device()
+    ))
+}
+
+/// Launch a unary kernel `name_<dtype of x>` writing `out_dtype`.
+fn unary_kernel(x: &Tensor, name: &str, out_dtype: DType) -> Result<Tensor> {
+    let out = empty(ordinal_of(x)?, x.shape(), out_dtype)?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let dev = dev_of(x)?;
+    let (xp, o) = (ptr(x)?, ptr(&out)?);
+    let xl = layout_of(name, x.layout())?;
+    let n64 = n as i64;
+    let full_name = format!("{name}_{}", dtype_suffix(x.dtype()));
+    launch!(dev, KernelFile::Unary, full_name, elementwise(n); xp, xl, o, n64)?;
+    Ok(out)
+}
+
+/// A unary op with the CPU's dtype rules: integer inputs keep their dtype for
+/// neg/abs/sign/relu/floor/ceil/round/trunc/square, the rest compute in the default float.
+pub(crate) fn unary(t: &Tensor, op: UnaryOp) -> Result<Tensor> {
+    use UnaryOp::*;
+    let dt = t.dtype();
+    match op {
+        Square => return binary(t, t, BinaryOp::Mul, dt),
+        Erfc => {
+            let e = unary(t, Erf)?;
+            let one = Tensor::scalar(Scalar::Int(1), e.dtype());
+            return binary(&one, &e, BinaryOp::Sub, e.dtype());
+        }
+        IsNan | IsInf | IsFinite if !dt.is_floating_point() => {
+            return full(
+                ordinal_of(t)?,
+                t.shape(),
+                Scalar::Bool(matches!(op, IsFinite)),
+                DType::Bool,
+            )
+        }
+        IsNan | IsInf | IsFinite => {
+            return unary_kernel(t, float_unary_kernel(op).unwrap_or("isnan"), DType::Bool)
+        }
+        LogicalNot => return unary_kernel(t, "logical_not", DType::Bool),
+        BitNot => {
+            if dt.is_floating_point() {
+                return Err(Error::UnsupportedDType {
+                    op: op.name(),
+                    dtype: dt,
+                });
+            }
+            return unary_kernel(t, "bitwise_not", dt);
+        }
+        _ => {}
+    }
+    let Some(name) = float_unary_kernel(op) else {
+        return Err(not_implemented(op.name(), t));
+    };
+    if !dt.is_floating_point() {
+        if matches!(op, Floor | Ceil | Round | Trunc) {
+            return Ok(t.clone_data());
+        }
+        if matches!(op, Neg | Abs | Sign | Relu) {
+            if dt == DType::Bool {
+                if matches!(op, Abs | Relu) {
+                    return Ok(t.clone_data());
+                }
+                return Err(Error::UnsupportedDType {
+                    op: op.name(),
+                    dtype: dt,
+                });
+            }
+            return unary_kernel(t, name, dt);
+        }
+        return unary(&cast(t, crate::default_dtype())?, op);
+    }
+    unary_kernel(t, name, dt)
+}
+
+/// `a (op) b` with broadcasting: `common` is the promoted dtype of the inputs.
+pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<Tensor> {
+    let (a, b) = if a.device().is_cuda() {
+        (a.clone(), on_device_of(b, a, op.name())?)
+    } else {
+        (on_device_of(a, b, op.name())?, b.clone())
+    };
+    let (compute, out_dtype) = op.dtypes(common)?;
+    if compute == DType::Bool && !(op.is_comparison() || op.is_logical() || op.is_bitwise()) {
+        if matches!(
+            op,
+            BinaryOp::Add | BinaryOp::Mul | BinaryOp::Maximum | BinaryOp::Minimum
+        ) {
+            // bool + bool is logical or, bool * bool logical and (PyTorch).
+            let alt = match op {
+                BinaryOp::Add | BinaryOp::Maximum => BinaryOp::LogicalOr,
+                _ => BinaryOp::LogicalAnd,
+            };
+            return binary(&a, &b, alt, common);
+        }
+        return Err(not_implemented(op.name(), &a));
+    }
+    let shape = crate::layout::broadcast_shapes(op.name(), a.shape(), b.shape())?;
+    let a = cast(&a, compute)?;
+    let b = cast(&b, compute)?;
+    let ordinal = ordinal_of(&a)?;
+    let out = empty(ordinal, &shape, out_dtype)?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let dev = dev_of(&a)?;
+    let (ap, bp, o) = (ptr(&a)?, ptr(&b)?, ptr(&out)?);
+    let n64 = n as i64;
+    let sfx = dtype_suffix(compute);
+    if a.is_contiguous()
+        && b.is_contiguous()
+        && a.shape() == shape.as_slice()
+        && b.shape() == shape.as_slice()
+    {
+        // Same shape, both contiguous: offsets folded into the pointers.
+        let ap = ap + (a.storage_offset() * compute.size()) as u64;
+        let bp = bp + (b.storage_offset() * compute.size()) as u64;
+        let name = format!("{}_{sfx}_contig", op.name());
+        launch!(dev, KernelFile::Binary, name, elementwise(n); ap, bp, o, n64)?;
+        return Ok(out);
+    }
+    let la = a.layout().broadcast_to(op.name(), &shape)?;
+    let lb = b.layout().broadcast_to(op.name(), &shape)?;
+    let [al, bl]: [StridedLayout; 2] = joint_layouts::<2>(
+        op.name(),
+        &shape,
+        [(&la.strides, la.offset), (&lb.strides, lb.offset)],
+    )?;
+    let name = format!("{}_{sfx}", op.name());
+    launch!(dev, KernelFile::Binary, name, elementwise(n); ap, al, bp, bl, o, n64)?;
+    Ok(out)
+}
+
+// ------------------------------------------------------------------------------- reductions
+
+/// Reductions along one dim of a contiguous tensor viewed as (outer, dim, inner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduction {
+    Sum,
+    Prod,
+    Mean,
+    Max,
+    Min,
+}
+
+impl Reduction {
+    fn kernel(self) -> &'static str {
+        match self {
+            Reduction::Sum => "sum",
+            Reduction::Prod => "prod",
+            Reduction::Mean => "mean",
+            Reduction::Max => "max",
+            Reduction::Min => "min",
+        }
+    }
+}
+
+fn outer_dim_inner(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    let outer = shape[..dim].iter().product();
+    let inner = shape[dim + 1..].iter().product();
+    (outer, shape[dim], inner)
+}
+
+fn reduce_cfg(outer: usize, inner: usize) -> cudarc::driver::LaunchConfig {
+    if inner == 1 {
+        per_row(outer)
+    } else {
+        elementwise(outer * inner)
+    }
+}
+
+/// Reduce dim `dim` of `t` (result without that dim); values and, for max/min, indices.
+/// Sums and products of integer tensors are computed in int64, as PyTorch returns them.
+pub(crate) fn reduce_dim(t: &Tensor, dim: usize, r: Reduction) -> Result<(Tensor, Option<Tensor>)> {
+    let dt = t.dtype();
+    if matches!(r, Reduction::Sum | Reduction::Prod) && !dt.is_floating_point() && dt != DType::I64
+    {
+        return reduce_dim(&cast(t, DType::I64)?, dim, r);
+    }
+    if r == Reduction::Mean && !dt.is_floating_point() {
+        return Err(Error::Runtime(format!(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+            dt.torch_name()
+        )));
+    }
+    if dt == DType::Bool {
+        return Err(not_implemented(r.kernel(), t));
+    }
+    let x = contiguous(t)?;
+    let (outer, size, inner) = outer_dim_inner(x.shape(), dim);
+    let mut out_shape = x.shape().to_vec();
+    out_shape.remove(dim);
+    let ordinal = ordinal_of(&x)?;
+    let values = empty(ordinal, &out_shape, dt)?;
+    let indices = matches!(r, Reduction::Max | Reduction::Min)
+        .then(|| empty(ordinal, &out_shape, DType::I64))
+        .transpose()?;
+    if values.numel() == 0 {
+        return Ok((values, indices));
+    }
+    if size == 0 {
+        if matches!(r, Reduction::Max | Reduction::Min) {
+            return Err(Error::Runtime(format!(
+                "{}(): Expected reduction dim {dim} to have non-zero size",
+                r.kernel()
+            )));
+        }
+        let v = match r {
+            Reduction::Sum => Scalar::Int(0),
+            Reduction::Prod => Scalar::Int(1),
+            _ => Scalar::Float(f64::NAN),
+        };
+        return Ok((full(ordinal, &out_shape, v, dt)?, None));
+    }
+    let dev = dev_of(&x)?;
+    let xp = ptr(&x)? + (x.storage_offset() * dt.size()) as u64;
+    let vp = ptr(&values)?;
+    let (o64, d64, i64_) = (outer as i64, size as i64, inner as i64);
+    let name = format!("{}_{}", r.kernel(), dtype_suffix(dt));
+    let cfg = reduce_cfg(outer, inner);
+    match &indices {
+        Some(idx) => {
+            let ip = ptr(idx)?;
+            launch!(dev, KernelFile::Reduce, name, cfg; xp, vp, ip, o64, d64, i64_)?;
+        }
+        None => launch!(dev, KernelFile::Reduce, name, cfg; xp, vp, o64, d64, i64_)?,
+    }
+    Ok((values, indices))
+}
+
+/// Reduce the dims flagged in `mask` (values only), optionally keeping them as size 1.
+pub(crate) fn reduce(t: &Tensor, mask: &[bool], keepdim: bool, r: Reduction) -> Result<Tensor> {
+    let mut x = t.clone();
+    // Highest dim first, so lower dim indices stay valid.
+    for d in (0..mask.len()).rev() {
+        if mask[d] {
+            x = reduce_dim(&x, d, r)?.0;
+        }
+    }
+    if !mask.iter().any(|&m| m) && matches!(r, Reduction::Sum | Reduction::Prod) {
+        // Nothing reduced: still PyTorch's result dtype.
+        if !x.dtype().is_floating_point() {
+            x = cast(&x, DType::I64)?;
+        }
+    }
+    if keepdim {
+        let shape: Vec<usize> = t
+            .shape()
+            .iter()
+            .zip(mask)
+            .map(|(&n, &m)| if m { 1 } else { n })
+            .collect();
+        x = x.reshape_contiguous(&shape);
+    }
+    Ok(x)
+}
+
+/// softmax / log_softmax along `dim` (float dtypes).
+pub(crate) fn softmax(t: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+    let dt = t.dtype();
+    if !dt.is_floating_point() {
+        return Err(not_implemented("softmax", t));
+    }
+    let x = contiguous(t)?;
+    let out = empty(ordinal_of(&x)?, x.shape(), dt)?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let (outer, size, inner) = outer_dim_inner(x.shape(), dim);
+    let dev = dev_of(&x)?;
+    let xp = ptr(&x)? + (x.storage_offset() * dt.size()) as u64;
+    let yp = ptr(&out)?;
+    let (o64, d64, i64_) = (outer as i64, size as i64, inner as i64);
+    let kind = if log { "log_softmax" } else { "softmax" };
+    let name = format!("{kind}_fwd_{}", dtype_suffix(dt));
+    launch!(dev, KernelFile::Reduce, name, reduce_cfg(outer, inner); xp, yp, o64, d64, i64_)?;
+    Ok(out)
+}
+
+// ------------------------------------------------------------------------------- matmul
+
+/// How cuBLAS can read a (batch of) row-major matrix view without a copy, if it can.
+fn blas_operand(t: &Tensor, batch_stride: i64) -> Option<Operand> {
+    let n = t.ndim();
+    let (rows, cols) = (t.shape()[n - 2], t.shape()[n - 1]);
+    let (rs, cs) = (t.strides()[n - 2], t.strides()[n - 1]);
+    let base = storage(t).ok()?.device_ptr() + (t.storage_offset() * t.dtype().size()) as u64;
+    if cs == 1 || cols == 1 {
+        let ld = if rows == 1 { cols.max(1) } else { rs };
+        if ld >= cols.max(1) {
+            return Some(Operand {
+                ptr: base,
+                transposed: false,
+                ld: ld as i64,
+                batch_stride,
+            });
+        }
+    }
+    if rs == 1 || rows == 1 {
+        let ld = if cols == 1 { rows.max(1) } else { cs };
+        if ld >= rows.max(1) {
+            return Some(Operand {
+                ptr: base,
+                transposed: true,
+                ld: ld as i64,
+                batch_stride,
+            });
+        }
+    }
+    None
+}
+
+/// Batched row-major product of `a` (..., m, k) and `b` (..., k, n) with broadcast batch dims
+/// (same dtype, same device); the result is contiguous (..., m, n).
+pub(crate) fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.device() != b.device() {
+        return Err(Error::DeviceMismatch {
+            op: "matmul",
+            lhs: a.device(),
+            rhs: b.device(),
+        });
+    }
+    let (na, nb) = (a.ndim(), b.ndim());
+    let (m, k, n) = (a.shape()[na - 2], a.shape()[na - 1], b.shape()[nb - 1]);
+    let batch =
+        crate::layout::broadcast_shapes("matmul", &a.shape()[..na - 2], &b.shape()[..nb - 2])?;
+    let nbatch: usize = batch.iter().product();
+    let mut out_shape = batch.to_vec();
+    out_shape.extend([m, n]);
+    let ordinal = ordinal_of(a)?;
+    if k == 0 {
+        return full(ordinal, &out_shape, Scalar::Int(0), a.dtype());
+    }
+    let out = empty(ordinal, &out_shape, a.dtype())?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    // View each operand as (nbatch, rows, cols) with one batch stride (0 when broadcast); a
+    // contiguous copy when its batch dims do not collapse or cuBLAS cannot read its matrices.
+    let mut keep: Vec<Tensor> = Vec::new();
+    let mut as_batched = |t: &Tensor, rows: usize, cols: usize| -> Result<Operand> {
+        let mut full_shape = batch.to_vec();
+        full_shape.extend([rows, cols]);
+        let l = t.layout().broadcast_to("matmul", &full_shape)?;
+        let nb = batch.len();
+        let dims: Vec<(usize, usize)> = batch
+            .iter()
+            .zip(&l.strides[..nb])
+            .filter(|(&size, _)| size != 1)
+            .map(|(&size, &st)| (size, st))
+            .collect();
+        if dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0) {
+            let bs = dims.last().map(|&(_, st)| st).unwrap_or(0);
+            let mut v = Layout::contiguous(&[nbatch, rows, cols]);
+            v.strides = smallvec::smallvec![bs, l.strides[nb], l.strides[nb + 1]];
+            v.offset = l.offset;
+            if let Some(op) = blas_operand(&t.with_layout(v), bs as i64) {
+                return Ok(op);
+            }
+        }
+        let c = clone(&t.with_layout(l))?;
+        let c3 = c.reshape_contiguous(&[nbatch, rows, cols]);
+        let op = blas_operand(&c3, (rows * cols) as i64)
+            .ok_or_else(|| Error::Runtime("matmul on CUDA: bad operand layout".into()))?;
+        keep.push(c3);
+        Ok(op)
+    };
+    let oa = as_batched(a, m, k)?;
+    let ob = as_batched(b, k, n)?;
+    let dev = dev_of(&out)?;
+    gemm_batched(&dev, a.dtype(), m, n, k, oa, ob, ptr(&out)?, nbatch)?;
+    drop(keep);
+    Ok(out)
+}
