@@ -24,6 +24,7 @@ from ferrotorch.autograd.grad_mode import (
     set_grad_enabled,
 )
 from ferrotorch import random  # torch.random: seeding helpers, fork_rng
+from ferrotorch import backends, cuda  # devices; backend switches
 from ferrotorch import utils  # torch.utils.dlpack
 # Linear algebra: the `ferrotorch.linalg` submodule and the top-level functions it provides.
 from ferrotorch import linalg

@@ -13,18 +13,38 @@ use pyo3::types::PyTuple;
 
 type Obj<'a, 'py> = Option<&'a Bound<'py, PyAny>>;
 
-/// Check a `device=` argument: only the CPU exists in this build.
-pub(crate) fn check_device(device: Obj<'_, '_>) -> PyResult<()> {
-    if let Some(d) = device {
-        if d.is_none() {
-            return Ok(());
-        }
-        let d = extract_device(d)?;
-        if d != Device::Cpu {
-            return Err(Error::DeviceUnavailable(d).into());
+/// The device of a `device=` argument (None means the CPU). Using CUDA when no device is
+/// available is an error here, before any work.
+pub(crate) fn check_device(device: Obj<'_, '_>) -> PyResult<Device> {
+    check_device_or(device, Device::Cpu)
+}
+
+/// Like `check_device`, with `default` for None (the input's device, for `*_like`/`new_*`).
+pub(crate) fn check_device_or(device: Obj<'_, '_>, default: Device) -> PyResult<Device> {
+    let d = match device {
+        Some(d) if !d.is_none() => extract_device(d)?,
+        _ => return Ok(default),
+    };
+    if let Device::Cuda(n) = d {
+        if n >= crate::cuda::device_count() {
+            return Err(match crate::cuda::unavailable_reason() {
+                Some(reason) => Error::Runtime(format!("device {d} is not available: {reason}")),
+                None => Error::Runtime(format!(
+                    "CUDA error: invalid device ordinal: {d} requested but {} device(s) found",
+                    crate::cuda::device_count()
+                )),
+            }
+            .into());
         }
     }
-    Ok(())
+    Ok(d)
+}
+
+/// Move a freshly created CPU tensor to `target`, keeping it a leaf (`requires_grad` is set
+/// on the moved tensor, as `torch.zeros(..., device='cuda', requires_grad=True)` is a leaf).
+pub(crate) fn finish_on(t: Tensor, target: Device, requires_grad: bool) -> PyResult<PyTensor> {
+    let t = t.to_device(target)?;
+    finish(t, requires_grad)
 }
 
 /// Optional `dtype=` argument (None means "default").
@@ -96,11 +116,24 @@ fn filled(
     value: Scalar,
     dtype: DType,
     requires_grad: bool,
+    target: Device,
 ) -> PyResult<PyTensor> {
     let n = shape
         .iter()
         .fold(1usize, |a, &s| a.saturating_mul(s.max(0) as usize));
-    let t = run(py, n, || Tensor::full_checked(&shape, value, dtype))?;
+    let t = match target {
+        Device::Cpu => run(py, n, || Tensor::full_checked(&shape, value, dtype))?,
+        Device::Cuda(_) => {
+            if let Some(&bad) = shape.iter().find(|&&s| s < 0) {
+                return Err(Error::Runtime(format!(
+                    "Trying to create tensor with negative dimension {bad}: {shape:?}"
+                ))
+                .into());
+            }
+            let dims: Vec<usize> = shape.iter().map(|&s| s as usize).collect();
+            run(py, 0, || Tensor::full_on(target, &dims, value, dtype))?
+        }
+    };
     finish(t, requires_grad)
 }
 
@@ -127,10 +160,10 @@ macro_rules! filled_factory {
             ) -> PyResult<PyTensor> {
                 let _ = (pin_memory, memory_format, names);
                 check_layout(layout)?;
-                check_device(device)?;
+                let target = check_device(device)?;
                 let shape = shape_from(args, size)?;
                 let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
-                let t = filled(py, shape, $value, dtype, requires_grad)?;
+                let t = filled(py, shape, $value, dtype, requires_grad, target)?;
                 write_out(out, t)
             }
         )*
@@ -183,11 +216,11 @@ fn full(
 ) -> PyResult<PyTensor> {
     let _ = pin_memory;
     check_layout(layout)?;
-    check_device(device)?;
+    let target = check_device(device)?;
     let shape = extract_i64_seq(size)?;
     let v = number(fill_value, "fill_value")?;
     let dtype = opt_dtype(dtype)?.unwrap_or(v.default_dtype());
-    let t = filled(py, shape, v, dtype, requires_grad)?;
+    let t = filled(py, shape, v, dtype, requires_grad, target)?;
     write_out(out, t)
 }
 
@@ -208,11 +241,11 @@ macro_rules! like_factory {
             ) -> PyResult<PyTensor> {
                 let _ = memory_format;
                 check_layout(layout)?;
-                check_device(device)?;
+                let target = check_device_or(device, input.inner.device())?;
                 let t = &input.inner;
                 let dtype = opt_dtype(dtype)?.unwrap_or(t.dtype());
                 let shape: Vec<i64> = t.shape().iter().map(|&s| s as i64).collect();
-                filled(py, shape, $value, dtype, requires_grad)
+                filled(py, shape, $value, dtype, requires_grad, target)
             }
         )*
     };
@@ -240,12 +273,12 @@ fn full_like(
 ) -> PyResult<PyTensor> {
     let _ = memory_format;
     check_layout(layout)?;
-    check_device(device)?;
+    let target = check_device(device)?;
     let t = &input.inner;
     let v = number(fill_value, "fill_value")?;
     let dtype = opt_dtype(dtype)?.unwrap_or(t.dtype());
     let shape: Vec<i64> = t.shape().iter().map(|&s| s as i64).collect();
-    filled(py, shape, v, dtype, requires_grad)
+    filled(py, shape, v, dtype, requires_grad, target)
 }
 
 /// `arange(end)`, `arange(start, end)`, `arange(start, end, step)`.
@@ -267,7 +300,7 @@ fn arange(
 ) -> PyResult<PyTensor> {
     let _ = pin_memory;
     check_layout(layout)?;
-    check_device(device)?;
+    let target = check_device(device)?;
     let first = number(start, "start")?;
     let (start, end) = match end {
         Some(e) if !e.is_none() => (first, number(e, "end")?),
@@ -279,7 +312,7 @@ fn arange(
     };
     let dtype = opt_dtype(dtype)?;
     let t = run(py, 0, || Tensor::arange(start, end, step, dtype))?;
-    write_out(out, finish(t, requires_grad)?)
+    write_out(out, finish_on(t, target, requires_grad)?)
 }
 
 #[pyfunction]
@@ -298,12 +331,12 @@ fn linspace(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     check_layout(layout)?;
-    check_device(device)?;
+    let target = check_device(device)?;
     let (s, e) = (number(start, "start")?, number(end, "end")?);
     let steps = extract_index_int(steps)?;
     let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
     let t = run(py, 0, || Tensor::linspace(s, e, steps, dtype))?;
-    write_out(out, finish(t, requires_grad)?)
+    write_out(out, finish_on(t, target, requires_grad)?)
 }
 
 #[pyfunction]
@@ -323,12 +356,12 @@ fn logspace(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     check_layout(layout)?;
-    check_device(device)?;
+    let target = check_device(device)?;
     let (s, e) = (number(start, "start")?, number(end, "end")?);
     let steps = extract_index_int(steps)?;
     let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
     let t = run(py, 0, || Tensor::logspace(s, e, steps, base, dtype))?;
-    write_out(out, finish(t, requires_grad)?)
+    write_out(out, finish_on(t, target, requires_grad)?)
 }
 
 #[pyfunction]
@@ -348,7 +381,7 @@ fn eye(
 ) -> PyResult<PyTensor> {
     let _ = pin_memory;
     check_layout(layout)?;
-    check_device(device)?;
+    let target = check_device(device)?;
     let n = extract_index_int(n)?;
     let m = match m {
         Some(m) if !m.is_none() => Some(extract_index_int(m)?),
@@ -357,7 +390,7 @@ fn eye(
     let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
     let numel = (n.max(0) as usize).saturating_mul(m.unwrap_or(n).max(0) as usize);
     let t = run(py, numel, || Tensor::eye(n, m, dtype))?;
-    write_out(out, finish(t, requires_grad)?)
+    write_out(out, finish_on(t, target, requires_grad)?)
 }
 
 #[pyfunction]
@@ -376,11 +409,11 @@ fn empty_strided(
 ) -> PyResult<PyTensor> {
     let _ = pin_memory;
     check_layout(layout)?;
-    check_device(device)?;
+    let target = check_device(device)?;
     let (size, stride) = (extract_i64_seq(size)?, extract_i64_seq(stride)?);
     let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
     let t = run(py, 0, || Tensor::empty_strided(&size, &stride, dtype))?;
-    finish(t, requires_grad)
+    finish_on(t, target, requires_grad)
 }
 
 /// `scalar_tensor(s)`: a 0-d tensor of the default float dtype unless `dtype` is given.
@@ -397,10 +430,10 @@ fn scalar_tensor(
 ) -> PyResult<PyTensor> {
     let _ = pin_memory;
     check_layout(layout)?;
-    check_device(device)?;
+    let target = check_device(device)?;
     let v = number(s, "s")?;
     let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
-    finish(Tensor::scalar(v, dtype), requires_grad)
+    finish_on(Tensor::scalar(v, dtype), target, requires_grad)
 }
 
 #[pymethods]
@@ -499,11 +532,11 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let _ = pin_memory;
         check_layout(layout)?;
-        check_device(device)?;
+        let target = check_device_or(device, self.inner.device())?;
         let shape = extract_i64_seq(size)?;
         let v = number(fill_value, "fill_value")?;
         let dtype = opt_dtype(dtype)?.unwrap_or(self.inner.dtype());
-        filled(py, shape, v, dtype, requires_grad)
+        filled(py, shape, v, dtype, requires_grad, target)
     }
     #[pyo3(signature = (size, stride, *, dtype=None, device=None, requires_grad=false,
                         layout=None, pin_memory=false))]
@@ -521,11 +554,11 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let _ = pin_memory;
         check_layout(layout)?;
-        check_device(device)?;
+        let target = check_device_or(device, self.inner.device())?;
         let (size, stride) = (extract_i64_seq(size)?, extract_i64_seq(stride)?);
         let dtype = opt_dtype(dtype)?.unwrap_or(self.inner.dtype());
         let t = run(py, 0, || Tensor::empty_strided(&size, &stride, dtype))?;
-        finish(t, requires_grad)
+        finish_on(t, target, requires_grad)
     }
     /// `new_tensor(data)`: a copy of `data` with this tensor's dtype unless given.
     #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false, layout=None,
@@ -542,10 +575,10 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let _ = pin_memory;
         check_layout(layout)?;
-        check_device(device)?;
+        let target = check_device_or(device, self.inner.device())?;
         let dtype = opt_dtype(dtype)?.unwrap_or(self.inner.dtype());
         let t = tensor_from_data(data, Some(dtype))?;
-        finish(t, requires_grad)
+        finish_on(t, target, requires_grad)
     }
 }
 
@@ -563,10 +596,10 @@ impl PyTensor {
         requires_grad: bool,
     ) -> PyResult<PyTensor> {
         check_layout(layout)?;
-        check_device(device)?;
+        let target = check_device_or(device, self.inner.device())?;
         let shape = shape_from(size, size_kw)?;
         let dtype = opt_dtype(dtype)?.unwrap_or(self.inner.dtype());
-        filled(py, shape, value, dtype, requires_grad)
+        filled(py, shape, value, dtype, requires_grad, target)
     }
 }
 

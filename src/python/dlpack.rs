@@ -218,10 +218,14 @@ unsafe extern "C" fn capsule_destructor(cap: *mut ffi::PyObject) {
 }
 
 fn dl_tensor(t: &Tensor, shape: &mut [i64], strides: &mut [i64]) -> DLTensor {
-    let cpu = t.storage().as_cpu();
+    let base: *mut u8 = match t.storage().data() {
+        crate::storage::StorageData::Cpu(c) => c.as_ptr(),
+        crate::storage::StorageData::Cuda(c) => c.device_ptr() as *mut u8,
+    };
     // SAFETY: the offset lies inside the storage (layouts are validated on creation); for
-    // an empty tensor the pointer is not dereferenced by anyone.
-    let data = unsafe { cpu.as_ptr().add(t.storage_offset() * t.dtype().size()) };
+    // an empty tensor the pointer is not dereferenced by anyone. A device address is only
+    // offset here, never dereferenced on the host.
+    let data = unsafe { base.add(t.storage_offset() * t.dtype().size()) };
     DLTensor {
         data: data as *mut c_void,
         device: DLDevice {
@@ -245,7 +249,11 @@ fn export<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut shape: Vec<i64> = t.shape().iter().map(|&s| s as i64).collect();
     let mut strides: Vec<i64> = t.strides().iter().map(|&s| s as i64).collect();
-    let read_only = !t.storage().as_cpu().is_writable();
+    let read_only = t
+        .storage()
+        .try_cpu()
+        .map(|c| !c.is_writable())
+        .unwrap_or(false);
     let dl = dl_tensor(t, &mut shape, &mut strides);
     let (ptr, name, destructor): (*mut c_void, &CStr, Option<ffi::PyCapsule_Destructor>) =
         if versioned {
@@ -345,9 +353,14 @@ impl PyTensor {
         if let Some(d) = dl_device {
             if !d.is_none() {
                 let (ty, id): (i32, i32) = d.extract()?;
-                if ty != DL_CPU || id != 0 {
+                let own = match self.inner.device() {
+                    Device::Cpu => (DL_CPU, 0),
+                    Device::Cuda(n) => (DL_CUDA, n as i32),
+                };
+                if (ty, id) != own {
                     return Err(PyBufferError::new_err(format!(
-                        "__dlpack__: cannot export a CPU tensor to device ({ty}, {id}) without a copy across devices"
+                        "__dlpack__: cannot export a tensor on {} to device ({ty}, {id}) without a copy across devices",
+                        self.inner.device()
                     )));
                 }
             }
@@ -356,6 +369,10 @@ impl PyTensor {
             return Err(PyRuntimeError::new_err(
                 "Can't export tensors that require gradient, use tensor.detach()",
             ));
+        }
+        if let Device::Cuda(n) = self.inner.device() {
+            // The consumer may read on any stream: finish our queued work first.
+            crate::cuda::synchronize(n)?;
         }
         let versioned = parse_version(max_version)?;
         let copied = copy == Some(true);
@@ -568,9 +585,15 @@ pub fn from_dlpack(ext: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let (ty, id): (i32, i32) = ext.call_method0("__dlpack_device__")?.extract()?;
         match ty {
             DL_CPU | DL_CUDA_HOST => {}
-            DL_CUDA => check_device(Some(
-                &pyo3::types::PyString::new(ext.py(), &format!("cuda:{}", id.max(0))).into_any(),
-            ))?,
+            DL_CUDA => {
+                check_device(Some(
+                    &pyo3::types::PyString::new(ext.py(), &format!("cuda:{}", id.max(0)))
+                        .into_any(),
+                ))?;
+                return Err(PyBufferError::new_err(
+                    "from_dlpack: importing CUDA tensors is not supported yet; export to the CPU first",
+                ));
+            }
             _ => {
                 return Err(PyBufferError::new_err(format!(
                     "from_dlpack: unsupported device type {ty} (only CPU memory can be imported)"

@@ -3,6 +3,7 @@
 mod autograd;
 mod convert;
 mod creation;
+mod cuda;
 mod dlpack;
 mod linalg;
 mod misc_ops;
@@ -94,6 +95,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_pool::register(m)?;
     nn_rnn::register(m)?;
     optim::register(m)?;
+    cuda::register(m)?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! `ferrotorch.Generator`, seeding functions and the random sampling functions/methods.
 //! Argument conversion only; sampling lives in `crate::random`.
 
-use super::creation::{check_device, finish, number, opt_dtype, shape_from};
+use super::creation::{check_device, check_device_or, finish_on, number, opt_dtype, shape_from};
 use super::run;
 use super::tensor::PyTensor;
 use crate::random::{self, Generator, Param};
@@ -185,12 +185,12 @@ macro_rules! float_factory {
                 size: Obj<'_, '_>,
             ) -> PyResult<PyTensor> {
                 let _ = (layout, pin_memory);
-                check_device(device)?;
+                let target = check_device(device)?;
                 let shape = shape_from(args, size)?;
                 let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
                 let g = gen_of(&generator);
                 let t = run(py, numel_of(&shape), || $f(&shape, dtype, g.as_ref()))?;
-                write_out(out, finish(t, requires_grad)?)
+                write_out(out, finish_on(t, target, requires_grad)?)
             }
         )*
     };
@@ -248,7 +248,7 @@ fn randint(
     pin_memory: bool,
 ) -> PyResult<PyTensor> {
     let _ = (layout, pin_memory);
-    check_device(device)?;
+    let target = check_device(device)?;
     let mut pos: Vec<Bound<'_, PyAny>> = args.iter().collect();
     let size_obj = match size {
         Some(s) if !s.is_none() => s.clone(),
@@ -278,7 +278,7 @@ fn randint(
     let t = run(py, numel_of(&shape), || {
         random::randint(lo, hi, &shape, dtype, g.as_ref())
     })?;
-    write_out(out, finish(t, requires_grad)?)
+    write_out(out, finish_on(t, target, requires_grad)?)
 }
 
 #[pyfunction]
@@ -297,14 +297,14 @@ fn randperm(
     pin_memory: bool,
 ) -> PyResult<PyTensor> {
     let _ = (layout, pin_memory);
-    check_device(device)?;
+    let target = check_device(device)?;
     let n = super::convert::extract_index_int(n)?;
     let dtype = opt_dtype(dtype)?.unwrap_or(DType::I64);
     let g = gen_of(&generator);
     let t = run(py, n.max(0) as usize, || {
         random::randperm(n, dtype, g.as_ref())
     })?;
-    write_out(out, finish(t, requires_grad)?)
+    write_out(out, finish_on(t, target, requires_grad)?)
 }
 
 fn param(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Param> {
@@ -334,7 +334,7 @@ fn normal(
     pin_memory: bool,
 ) -> PyResult<PyTensor> {
     let _ = (layout, pin_memory);
-    check_device(device)?;
+    let target = check_device(device)?;
     let m = mean
         .map(|m| param(m, "mean"))
         .transpose()?
@@ -379,7 +379,7 @@ fn normal(
             t
         }
     };
-    write_out(out, finish(t, requires_grad)?)
+    write_out(out, finish_on(t, target, requires_grad)?)
 }
 
 macro_rules! like_factory {
@@ -400,13 +400,13 @@ macro_rules! like_factory {
                 memory_format: Obj<'_, '_>,
             ) -> PyResult<PyTensor> {
                 let _ = (layout, memory_format);
-                check_device(device)?;
+                let target = check_device_or(device, input.inner.device())?;
                 let t = &input.inner;
                 let shape: Vec<i64> = t.shape().iter().map(|&s| s as i64).collect();
                 let dtype = opt_dtype(dtype)?.unwrap_or(t.dtype());
                 let g = gen_of(&generator);
                 let r = run(py, t.numel(), || $f(&shape, dtype, g.as_ref()))?;
-                finish(r, requires_grad)
+                finish_on(r, target, requires_grad)
             }
         )*
     };
@@ -437,7 +437,7 @@ fn randint_like(
     memory_format: Obj<'_, '_>,
 ) -> PyResult<PyTensor> {
     let _ = (layout, memory_format);
-    check_device(device)?;
+    let target = check_device_or(device, input.inner.device())?;
     let (lo, hi) = match (low_or_high, high) {
         (Some(a), Some(b)) => (int_arg(a, "low")?, int_arg(b, "high")?),
         (Some(a), None) => (
@@ -461,7 +461,7 @@ fn randint_like(
     let r = run(py, t.numel(), || {
         random::randint(lo, hi, &shape, dtype, g.as_ref())
     })?;
-    finish(r, requires_grad)
+    finish_on(r, target, requires_grad)
 }
 
 fn f64_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {

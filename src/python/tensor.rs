@@ -556,10 +556,13 @@ impl PyTensor {
     }
     fn data_ptr(&self) -> usize {
         let t = &self.inner;
-        t.storage().as_cpu().as_ptr() as usize + t.storage_offset() * t.dtype().size()
+        self.untyped_storage_ptr() + t.storage_offset() * t.dtype().size()
     }
     fn untyped_storage_ptr(&self) -> usize {
-        self.inner.storage().as_cpu().as_ptr() as usize
+        match self.inner.storage().data() {
+            crate::storage::StorageData::Cpu(c) => c.as_ptr() as usize,
+            crate::storage::StorageData::Cuda(c) => c.device_ptr() as usize,
+        }
     }
     #[getter]
     fn _version(&self) -> u64 {
