@@ -80,3 +80,15 @@ pub(crate) fn softmax(_t: &Tensor, _dim: usize, _log: bool) -> Result<Tensor> {
 pub(crate) fn matmul(_a: &Tensor, _b: &Tensor) -> Result<Tensor> {
     Err(unavailable(0))
 }
+pub(crate) fn where_(_c: &Tensor, _x: &Tensor, _y: &Tensor, _shape: &[usize]) -> Result<Tensor> {
+    Err(unavailable(0))
+}
+pub(crate) fn index_select(_x: &Tensor, _dim: usize, _index: &Tensor) -> Result<Tensor> {
+    Err(unavailable(0))
+}
+pub(crate) fn gather(_x: &Tensor, _dim: usize, _index: &Tensor) -> Result<Tensor> {
+    Err(unavailable(0))
+}
+pub(crate) fn cat(_srcs: &[Tensor], _dim: usize, _shape: &[usize]) -> Result<Tensor> {
+    Err(unavailable(0))
+}

@@ -693,3 +693,154 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     drop(keep);
     Ok(out)
 }
+
+// ------------------------------------------------------------------------------- indexing, joins
+
+/// The unmerged layout of `t` (index kernels address dims by number, so none may merge).
+fn full_layout(op: &str, t: &Tensor) -> Result<StridedLayout> {
+    let l = t.layout();
+    if l.ndim() > super::launch::MAX_DIMS {
+        return Err(Error::Runtime(format!(
+            "{op}: CUDA index kernels take at most {} dims, got {}",
+            super::launch::MAX_DIMS,
+            l.ndim()
+        )));
+    }
+    let mut out = StridedLayout {
+        ndim: l.ndim() as i32,
+        offset: l.offset as i64,
+        ..Default::default()
+    };
+    for d in 0..l.ndim() {
+        out.shape[d] = l.shape[d] as i64;
+        out.strides[d] = l.strides[d] as i64;
+    }
+    Ok(out)
+}
+
+/// `index` as int64 on `like`'s device.
+fn index_on_device(index: &Tensor, like: &Tensor) -> Result<Tensor> {
+    let i = if index.device() == like.device() {
+        index.clone()
+    } else if index.device() == Device::Cpu {
+        upload(index, ordinal_of(like)?)?
+    } else {
+        return Err(Error::DeviceMismatch {
+            op: "index",
+            lhs: like.device(),
+            rhs: index.device(),
+        });
+    };
+    cast(&i, DType::I64)
+}
+
+/// `where(cond, x, y)` with `x`, `y` already of the result dtype; all broadcast to `shape`.
+pub(crate) fn where_(cond: &Tensor, x: &Tensor, y: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let anchor = [cond, x, y]
+        .into_iter()
+        .find(|t| t.device().is_cuda())
+        .ok_or_else(|| Error::Runtime("where: no CUDA operand".into()))?
+        .clone();
+    let c = on_device_of(cond, &anchor, "where")?;
+    let a = on_device_of(x, &anchor, "where")?;
+    let b = on_device_of(y, &anchor, "where")?;
+    let dtype = a.dtype();
+    let out = empty(ordinal_of(&anchor)?, shape, dtype)?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let (lc, la, lb) = (
+        c.layout().broadcast_to("where", shape)?,
+        a.layout().broadcast_to("where", shape)?,
+        b.layout().broadcast_to("where", shape)?,
+    );
+    let [cl, al, bl] = joint_layouts::<3>(
+        "where",
+        shape,
+        [
+            (&lc.strides, lc.offset),
+            (&la.strides, la.offset),
+            (&lb.strides, lb.offset),
+        ],
+    )?;
+    let dev = dev_of(&anchor)?;
+    let (cp, ap, bp, o) = (ptr(&c)?, ptr(&a)?, ptr(&b)?, ptr(&out)?);
+    let n64 = n as i64;
+    let name = format!("where_{}", dtype_suffix(dtype));
+    launch!(dev, KernelFile::Index, name, elementwise(n); cp, cl, ap, al, bp, bl, o, n64)?;
+    Ok(out)
+}
+
+/// Rows of `x` (at least 1-d) at `index` (validated by the caller) along `dim`.
+pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
+    let idx = contiguous(&index_on_device(index, x)?)?;
+    let nidx = idx.numel();
+    let mut shape = x.shape().to_vec();
+    shape[dim] = nidx;
+    let out = empty(ordinal_of(x)?, &shape, x.dtype())?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let xl = full_layout("index_select", x)?;
+    let dev = dev_of(x)?;
+    let (xp, o) = (ptr(x)?, ptr(&out)?);
+    let ip = ptr(&idx)? + (idx.storage_offset() * 8) as u64;
+    let (nidx64, dim32, n64) = (nidx as i64, dim as i32, n as i64);
+    let name = format!("index_select_{}", dtype_suffix(x.dtype()));
+    launch!(dev, KernelFile::Index, name, elementwise(n); xp, xl, ip, nidx64, o, dim32, n64)?;
+    Ok(out)
+}
+
+/// `out[c] = x[c with c[dim] = index[c]]`, shaped like `index` (validated by the caller).
+pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
+    let idx = index_on_device(index, x)?;
+    let out = empty(ordinal_of(x)?, idx.shape(), x.dtype())?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let (xl, il) = (full_layout("gather", x)?, full_layout("gather", &idx)?);
+    let dev = dev_of(x)?;
+    let (xp, ip, o) = (ptr(x)?, ptr(&idx)?, ptr(&out)?);
+    let (dim32, n64) = (dim as i32, n as i64);
+    let name = format!("gather_{}", dtype_suffix(x.dtype()));
+    launch!(dev, KernelFile::Index, name, elementwise(n); xp, xl, ip, il, o, dim32, n64)?;
+    Ok(out)
+}
+
+/// Concatenate `srcs` (same dtype and device, shapes checked by the caller) along `dim`
+/// into a new tensor of `shape`.
+pub(crate) fn cat(srcs: &[Tensor], dim: usize, shape: &[usize]) -> Result<Tensor> {
+    let first = &srcs[0];
+    for t in srcs {
+        if t.device() != first.device() {
+            return Err(Error::DeviceMismatch {
+                op: "cat",
+                lhs: first.device(),
+                rhs: t.device(),
+            });
+        }
+    }
+    let dtype = first.dtype();
+    let out = empty(ordinal_of(first)?, shape, dtype)?;
+    let inner: usize = shape[dim + 1..].iter().product();
+    let out_cols = (shape[dim] * inner) as i64;
+    let dev = dev_of(first)?;
+    let o = ptr(&out)?;
+    let name = format!("cat_copy_{}", dtype_suffix(dtype));
+    let mut col_offset = 0i64;
+    for t in srcs {
+        let src_cols = (t.shape()[dim] * inner) as i64;
+        let n = t.numel();
+        if n > 0 {
+            let sl = layout_of("cat", t.layout())?;
+            let sp = ptr(t)?;
+            let n64 = n as i64;
+            launch!(dev, KernelFile::Index, name, elementwise(n); sp, sl, o, src_cols, out_cols, col_offset, n64)?;
+        }
+        col_offset += src_cols;
+    }
+    Ok(out)
+}

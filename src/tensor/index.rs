@@ -710,6 +710,14 @@ impl Tensor {
         let pos = positions(&vals, l.shape[d], false, |_| {
             Error::Index("index out of range in self".into())
         })?;
+        if self.device().is_cuda() {
+            let r = crate::cuda::ops::index_select(&self.with_layout(l), d, index)?;
+            return Ok(if self.ndim() == 0 {
+                r.reshape_contiguous(&[])
+            } else {
+                r
+            });
+        }
         let mut maps = vec![DimMap::Id; l.ndim()];
         maps[d] = DimMap::Map(pos);
         let (plan, mut shape) = Plan::from_maps(&l, &maps);
@@ -895,6 +903,11 @@ impl Tensor {
         check_bounds(&vals, size, false, |v| {
             Error::Runtime(oob(v, d, size).to_string())
         })?;
+        if self.device().is_cuda() {
+            let idx = index.reshape_contiguous(&ishape);
+            let r = crate::cuda::ops::gather(&self.with_layout(l), d, &idx)?;
+            return Ok(r.reshape_contiguous(index.shape()));
+        }
         let mut base = l.clone();
         base.shape = ishape;
         base.strides[d] = 0;
@@ -1075,6 +1088,9 @@ impl Tensor {
         let yt = y.to_tensor(dtype);
         let shape = broadcast_shapes("where", cond.shape(), xt.shape())?;
         let shape = broadcast_shapes("where", &shape, yt.shape())?;
+        if cond.device().is_cuda() || xt.device().is_cuda() || yt.device().is_cuda() {
+            return crate::cuda::ops::where_(cond, &xt, &yt, &shape);
+        }
         let lc = cond.layout().broadcast_to("where", &shape)?;
         let lx = xt.layout().broadcast_to("where", &shape)?;
         let ly = yt.layout().broadcast_to("where", &shape)?;

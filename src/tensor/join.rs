@@ -121,6 +121,9 @@ fn cat_raw(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         .iter()
         .map(|(_, t)| t.to_dtype(dtype).contiguous())
         .collect();
+    if srcs.iter().any(|t| t.device().is_cuda()) {
+        return crate::cuda::ops::cat(&srcs, d, &shape);
+    }
     let widths: Vec<usize> = srcs.iter().map(|t| t.shape()[d] * inner).collect();
     let numel = outer * row;
     Ok(with_dtype!(dtype, T, {

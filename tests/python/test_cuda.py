@@ -300,3 +300,44 @@ def test_memory_counters_streams_events():
     assert y[0, 0].item() == 1000.0
     assert torch.cuda.get_device_name()
     assert torch.cuda.get_device_capability()[0] >= 3
+
+
+@pytest.mark.cuda
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool])
+def test_indexing_and_joins(dtype):
+    x = (torch.arange(60) % 5).reshape(3, 4, 5).to(dtype)
+    g = x.cuda()
+    idx = torch.tensor([2, 0, -1])
+    np.testing.assert_array_equal(cpu_np(g.index_select(1, idx)), cpu_np(x.index_select(1, idx)))
+    np.testing.assert_array_equal(cpu_np(g.index_select(1, idx.cuda())),
+                                  cpu_np(x.index_select(1, idx)))
+    gi = torch.tensor([[[0, 4], [1, 3]]]).expand(3, 2, 2)
+    np.testing.assert_array_equal(cpu_np(g.gather(2, gi.cuda())), cpu_np(x.gather(2, gi)))
+    cond = x.to(torch.float32) > 2
+    np.testing.assert_array_equal(cpu_np(torch.where(cond.cuda(), g, g.flip(0))),
+                                  cpu_np(torch.where(cond, x, x.flip(0))))
+    np.testing.assert_array_equal(cpu_np(torch.cat([g, g[:, :1]], 1)), cpu_np(torch.cat([x, x[:, :1]], 1)))
+    with pytest.raises(IndexError):
+        g.index_select(1, torch.tensor([7]))
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.cat([g, x])
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_embedding_on_gpu():
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(10, 4)
+    ids = torch.tensor([[1, 2], [9, 1]])
+    want = emb(ids)
+    got = emb.cuda()(ids.cuda())
+    np.testing.assert_allclose(cpu_np(got), cpu_np(want))
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_unsupported_op_is_a_clear_error():
+    g = torch.ones(3, device="cuda")
+    with pytest.raises(RuntimeError, match="CUDA|cuda"):
+        torch.sort(g)
