@@ -4,20 +4,12 @@
 
 #![allow(dead_code)]
 
+pub(crate) use super::Reduction;
 use crate::tensor::{BinaryOp, UnaryOp};
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
 fn unavailable(ordinal: usize) -> Error {
     Error::DeviceUnavailable(Device::Cuda(ordinal))
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reduction {
-    Sum,
-    Prod,
-    Mean,
-    Max,
-    Min,
 }
 
 pub(crate) fn empty(ordinal: usize, _shape: &[usize], _dtype: DType) -> Result<Tensor> {

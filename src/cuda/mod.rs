@@ -64,6 +64,16 @@ pub struct MemoryStats {
     pub reserved: usize,
 }
 
+/// Reductions along one dim of a contiguous tensor viewed as (outer, dim, inner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduction {
+    Sum,
+    Prod,
+    Mean,
+    Max,
+    Min,
+}
+
 /// Suffix of a dtype in kernel names (`add_f32`, `cast_i64_bf16`).
 pub fn dtype_suffix(d: DType) -> &'static str {
     match d {

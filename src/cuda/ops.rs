@@ -10,6 +10,7 @@ use super::driver::DeviceState;
 use super::dtype_suffix;
 use super::launch::{elementwise, joint_layouts, layout_of, per_row, StridedLayout};
 use super::storage::CudaStorage;
+pub(crate) use super::Reduction;
 use crate::layout::Layout;
 use crate::storage::{Storage, StorageData};
 use crate::tensor::{BinaryOp, UnaryOp};
@@ -178,19 +179,26 @@ pub(crate) fn contiguous(t: &Tensor) -> Result<Tensor> {
     clone(t)
 }
 
-/// A contiguous copy of `t` (shares nothing).
-pub(crate) fn clone(t: &Tensor) -> Result<Tensor> {
-    let out = empty(ordinal_of(t)?, t.shape(), t.dtype())?;
+/// Run a kernel of the `(const S* x, StridedLayout xl, D* out, long long n)` family (copy,
+/// cast, unary) over `x` into a new contiguous tensor of `out_dtype`.
+fn map_kernel(x: &Tensor, file: KernelFile, name: String, out_dtype: DType) -> Result<Tensor> {
+    let out = empty(ordinal_of(x)?, x.shape(), out_dtype)?;
     let n = out.numel();
     if n == 0 {
         return Ok(out);
     }
-    let dev = dev_of(t)?;
-    let (x, o) = (ptr(t)?, ptr(&out)?);
-    let xl = layout_of("clone", t.layout())?;
+    let dev = dev_of(x)?;
+    let (xp, o) = (ptr(x)?, ptr(&out)?);
+    let xl = layout_of(&name, x.layout())?;
     let n64 = n as i64;
-    launch!(dev, KernelFile::FillCopy, format!("copy_{}", dtype_suffix(t.dtype())), elementwise(n); x, xl, o, n64)?;
+    launch!(dev, file, name, elementwise(n); xp, xl, o, n64)?;
     Ok(out)
+}
+
+/// A contiguous copy of `t` (shares nothing).
+pub(crate) fn clone(t: &Tensor) -> Result<Tensor> {
+    let name = format!("copy_{}", dtype_suffix(t.dtype()));
+    map_kernel(t, KernelFile::FillCopy, name, t.dtype())
 }
 
 /// `t` converted to `dtype` (contiguous).
@@ -198,18 +206,8 @@ pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if dtype == t.dtype() {
         return Ok(t.clone());
     }
-    let out = empty(ordinal_of(t)?, t.shape(), dtype)?;
-    let n = out.numel();
-    if n == 0 {
-        return Ok(out);
-    }
-    let dev = dev_of(t)?;
-    let (x, o) = (ptr(t)?, ptr(&out)?);
-    let xl = layout_of("to", t.layout())?;
-    let n64 = n as i64;
     let name = format!("cast_{}_{}", dtype_suffix(t.dtype()), dtype_suffix(dtype));
-    launch!(dev, KernelFile::Cast, name, elementwise(n); x, xl, o, n64)?;
-    Ok(out)
+    map_kernel(t, KernelFile::Cast, name, dtype)
 }
 
 /// Bring an operand to `dst`'s device (0-d CPU tensors and same-device tensors only).
@@ -262,52 +260,15 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 
 // ------------------------------------------------------------------------------- elementwise
 
-/// The kernel of a float unary op (None: not available on CUDA yet).
+/// The elementwise_unary.cu kernel of `op` (named like the op, except the tanh form of GELU),
+/// or None when the file has none (those ops are composed or not available on CUDA yet).
 fn float_unary_kernel(op: UnaryOp) -> Option<&'static str> {
     use UnaryOp::*;
-    Some(match op {
-        Neg => "neg",
-        Abs => "abs",
-        Sign => "sign",
-        Relu => "relu",
-        Exp => "exp",
-        Exp2 => "exp2",
-        Expm1 => "expm1",
-        Log => "log",
-        Log2 => "log2",
-        Log10 => "log10",
-        Log1p => "log1p",
-        Sqrt => "sqrt",
-        Rsqrt => "rsqrt",
-        Sin => "sin",
-        Cos => "cos",
-        Tan => "tan",
-        Asin => "asin",
-        Acos => "acos",
-        Atan => "atan",
-        Sinh => "sinh",
-        Cosh => "cosh",
-        Tanh => "tanh",
-        Sigmoid => "sigmoid",
-        Gelu => "gelu",
-        GeluTanh => "gelu_tanh",
-        Silu => "silu",
-        Softplus => "softplus",
-        Erf => "erf",
-        Erfinv => "erfinv",
-        Floor => "floor",
-        Ceil => "ceil",
-        Round => "round",
-        Trunc => "trunc",
-        Frac => "frac",
-        Reciprocal => "reciprocal",
-        IsNan => "isnan",
-        IsInf => "isinf",
-        IsFinite => "isfinite",
-        LogicalNot => "logical_not",
-        BitNot => "bitwise_not",
-        _ => return None,
-    })
+    match op {
+        GeluTanh => Some("gelu_tanh"),
+        Asinh | Acosh | Atanh | Erfc | Square | IsPosInf | IsNegInf => None,
+        _ => Some(op.name()),
+    }
 }
 
 fn not_implemented(op: &str, t: &Tensor) -> Error {
@@ -318,20 +279,10 @@ fn not_implemented(op: &str, t: &Tensor) -> Error {
     ))
 }
 
-/// Launch a unary kernel `name_<dtype of x>` writing `out_dtype`.
+/// Launch the unary kernel `name_<dtype of x>` writing `out_dtype`.
 fn unary_kernel(x: &Tensor, name: &str, out_dtype: DType) -> Result<Tensor> {
-    let out = empty(ordinal_of(x)?, x.shape(), out_dtype)?;
-    let n = out.numel();
-    if n == 0 {
-        return Ok(out);
-    }
-    let dev = dev_of(x)?;
-    let (xp, o) = (ptr(x)?, ptr(&out)?);
-    let xl = layout_of(name, x.layout())?;
-    let n64 = n as i64;
     let full_name = format!("{name}_{}", dtype_suffix(x.dtype()));
-    launch!(dev, KernelFile::Unary, full_name, elementwise(n); xp, xl, o, n64)?;
-    Ok(out)
+    map_kernel(x, KernelFile::Unary, full_name, out_dtype)
 }
 
 /// A unary op with the CPU's dtype rules: integer inputs keep their dtype for
@@ -453,16 +404,6 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Res
 }
 
 // ------------------------------------------------------------------------------- reductions
-
-/// Reductions along one dim of a contiguous tensor viewed as (outer, dim, inner).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reduction {
-    Sum,
-    Prod,
-    Mean,
-    Max,
-    Min,
-}
 
 impl Reduction {
     fn kernel(self) -> &'static str {
