@@ -56,7 +56,8 @@ def ref_conv_with_grads(x, w, b, gy, stride=1, padding=0, dilation=1, groups=1):
             cs, os_ = slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
             wg = w[(os_, slice(None)) + idx]
             out[:, os_] += np.einsum("oc,nc...->no...", wg, patch[:, cs])
-            gw[(os_, slice(None)) + idx] += np.einsum("no...,nc...->oc", gy[:, os_], patch[:, cs])
+            gw[(os_, slice(None)) + idx] += np.einsum(
+                "nop,ncp->oc", gy[:, os_].reshape(n, og, -1), patch[:, cs].reshape(n, cg, -1))
             gxp[(slice(None), cs) + sl] += np.einsum("oc,no...->nc...", wg, gy[:, os_])
     if b is not None:
         out += np.asarray(b, np.float64).reshape((1, -1) + (1,) * nd)
