@@ -935,10 +935,7 @@ fn backward_typed<T: MatmulElement + FloatElement + DirectFloat>(
     need: [bool; 3],
 ) -> Result<[Option<Tensor>; 3]> {
     let dt = input.dtype();
-    if geom.n > 1
-        && input.numel() > 0
-        && grad.numel() > 1
-        && grad.strides().iter().all(|&s| s == 0)
+    if geom.n > 1 && input.numel() > 0 && grad.numel() > 1 && grad.strides().iter().all(|&s| s == 0)
     {
         let v: f64 = crate::with_dtype!(grad.dtype(), S, {
             grad.storage_slice::<S>()?[grad.storage_offset()].to_f64()

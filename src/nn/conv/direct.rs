@@ -283,9 +283,7 @@ unsafe fn fwd_unit<T: DirectFloat, const NR: usize, const FMA: bool>(
             let dst = oy * g.ow + ox;
             for (m, a) in acc.iter().enumerate().take(mcount) {
                 // SAFETY: channel o0 + m < og, pixel run inside row oy < oh.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(a.as_ptr(), out.add(m * ohw + dst), len)
-                };
+                unsafe { std::ptr::copy_nonoverlapping(a.as_ptr(), out.add(m * ohw + dst), len) };
             }
         } else {
             // Flattened tile: split at row ends, drop the padding columns.
@@ -436,7 +434,8 @@ pub(super) fn flip_weight<T: Copy>(g: &Geom, wt: &[T]) -> Vec<T> {
             for o in 0..og {
                 for ki in 0..kh {
                     for kj in 0..kw {
-                        let src = (((gi * og + o) * cg + c) * kh + (kh - 1 - ki)) * kw + (kw - 1 - kj);
+                        let src =
+                            (((gi * og + o) * cg + c) * kh + (kh - 1 - ki)) * kw + (kw - 1 - kj);
                         out.push(wt[src]);
                     }
                 }
@@ -550,7 +549,8 @@ unsafe fn gw_unit<T: DirectFloat, const NV: usize, const FMA: bool>(
     let o0 = ob * MR;
     let mcount = MR.min(og - o0);
     let img = &ctx.prep[n * p.image..(n + 1) * p.image];
-    let gy_img = &ctx.small[(n * g.o + gi * og + o0) * ohw..(n * g.o + gi * og + o0 + mcount) * ohw];
+    let gy_img =
+        &ctx.small[(n * g.o + gi * og + o0) * ohw..(n * g.o + gi * og + o0 + mcount) * ohw];
     // Pixel vectors: straight from gy when rows split evenly into vectors, else from a copy of
     // gy in `wq`-wide rows with zeros in the padding columns and the tail.
     runs.clear();
