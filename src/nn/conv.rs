@@ -26,6 +26,9 @@ use crate::cpu::matmul::{MatStrides, MatmulElement};
 use crate::{DType, Element, Error, FloatElement, Result, Tensor};
 use rayon::prelude::*;
 
+mod direct;
+use direct::DirectFloat;
+
 /// The `padding` argument of a convolution.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConvPadding {
@@ -858,7 +861,47 @@ fn finish<T: Element>(v: Vec<T>, shape: &[usize], dt: DType) -> Tensor {
     Tensor::from_vec_unchecked(v, shape).to_dtype(dt)
 }
 
-fn forward_typed<T: MatmulElement + FloatElement>(
+/// `small = conv(big, W) (+ bias)`: direct kernel, or im2col-free gemm for pointwise kernels.
+fn conv_small<T: MatmulElement + DirectFloat>(
+    g: &Geom,
+    big: &[T],
+    wt: &[T],
+    bias: Option<&[T]>,
+) -> Vec<T> {
+    if g.pointwise() || g.rows() == 0 {
+        small_from_big(g, big, wt, bias)
+    } else {
+        direct::forward(g, big, wt, bias)
+    }
+}
+
+/// `big = conv_transpose(small, W) (+ bias)`: with unit stride, a direct forward convolution
+/// with the flipped weight; otherwise gemm + col2im.
+fn conv_big<T: MatmulElement + DirectFloat>(
+    g: &Geom,
+    small: &[T],
+    wt: &[T],
+    bias: Option<&[T]>,
+) -> Vec<T> {
+    if !g.pointwise() && g.rows() > 0 {
+        if let Some(gt) = direct::transposed_geom(g) {
+            let wf = direct::flip_weight(g, wt);
+            return direct::forward(&gt, small, &wf, bias);
+        }
+    }
+    big_from_small(g, small, wt, bias)
+}
+
+/// The weight gradient `sum_n small[n] @ im2col(big[n])^T`.
+fn conv_weight<T: MatmulElement + DirectFloat>(g: &Geom, big: &[T], small: &[T]) -> Vec<T> {
+    if g.pointwise() || g.rows() == 0 {
+        weight_from_both(g, big, small)
+    } else {
+        direct::weight_grad(g, big, small)
+    }
+}
+
+fn forward_typed<T: MatmulElement + FloatElement + DirectFloat>(
     p: &Plan,
     transposed: bool,
     input: &Tensor,
@@ -874,16 +917,16 @@ fn forward_typed<T: MatmulElement + FloatElement>(
     };
     let (xs, wsl) = (elems::<T>(&x)?, elems::<T>(&w)?);
     let out = if transposed {
-        big_from_small(&p.geom, xs, wsl, bs)
+        conv_big(&p.geom, xs, wsl, bs)
     } else {
-        small_from_big(&p.geom, xs, wsl, bs)
+        conv_small(&p.geom, xs, wsl, bs)
     };
     Ok(finish(out, &p.out_shape, input.dtype()))
 }
 
 /// Gradients w.r.t. (input, weight, bias) from `grad` (shaped like the output).
 #[allow(clippy::too_many_arguments)]
-fn backward_typed<T: MatmulElement + FloatElement>(
+fn backward_typed<T: MatmulElement + FloatElement + DirectFloat>(
     geom: &Geom,
     transposed: bool,
     grad: &Tensor,
@@ -892,15 +935,29 @@ fn backward_typed<T: MatmulElement + FloatElement>(
     need: [bool; 3],
 ) -> Result<[Option<Tensor>; 3]> {
     let dt = input.dtype();
+    if geom.n > 1 && input.numel() > 0 && grad.numel() > 1 && grad.strides().iter().all(|&s| s == 0)
+    {
+        let v: f64 = crate::with_dtype!(grad.dtype(), S, {
+            grad.storage_slice::<S>()?[grad.storage_offset()].to_f64()
+        });
+        return backward_const::<T>(
+            geom,
+            transposed,
+            <T as Element>::from_f64(v),
+            input,
+            weight,
+            need,
+        );
+    }
     let gy = contiguous_in::<T>(grad)?;
     let gys = elems::<T>(&gy)?;
     let gi = if need[0] {
         let w = contiguous_in::<T>(weight)?;
         let ws = elems::<T>(&w)?;
         let v = if transposed {
-            small_from_big(geom, gys, ws, None)
+            conv_small(geom, gys, ws, None)
         } else {
-            big_from_small(geom, gys, ws, None)
+            conv_big(geom, gys, ws, None)
         };
         Some(finish(v, input.shape(), dt))
     } else {
@@ -910,9 +967,9 @@ fn backward_typed<T: MatmulElement + FloatElement>(
         let x = contiguous_in::<T>(input)?;
         let xs = elems::<T>(&x)?;
         let v = if transposed {
-            weight_from_both(geom, gys, xs)
+            conv_weight(geom, gys, xs)
         } else {
-            weight_from_both(geom, xs, gys)
+            conv_weight(geom, xs, gys)
         };
         Some(finish(v, weight.shape(), dt))
     } else {
@@ -926,6 +983,69 @@ fn backward_typed<T: MatmulElement + FloatElement>(
         };
         let v = channel_sums(gys, geom.n, ch, sp);
         Some(finish(v, &[ch], dt))
+    } else {
+        None
+    };
+    Ok([gi, gw, gb])
+}
+
+/// Gradients for a gradient that holds one value everywhere (the expanded gradient of
+/// `sum()` or `mean()`): every image gets the same input gradient, and since im2col is linear
+/// the weight gradient only needs the batch sum of the input; both run on a single image.
+fn backward_const<T: MatmulElement + FloatElement + DirectFloat>(
+    geom: &Geom,
+    transposed: bool,
+    v: T,
+    input: &Tensor,
+    weight: &Tensor,
+    need: [bool; 3],
+) -> Result<[Option<Tensor>; 3]> {
+    let dt = input.dtype();
+    let n = geom.n;
+    let g1 = Geom { n: 1, ..*geom };
+    // Channels and spatial size of the gradient (the convolution's output).
+    let (ch, sp) = if transposed {
+        (geom.c, geom.hw())
+    } else {
+        (geom.o, geom.ohw())
+    };
+    let gy1 = vec![v; ch * sp];
+    let gi = if need[0] {
+        let w = contiguous_in::<T>(weight)?;
+        let ws = elems::<T>(&w)?;
+        let one = if transposed {
+            conv_small(&g1, &gy1, ws, None)
+        } else {
+            conv_big(&g1, &gy1, ws, None)
+        };
+        let mut all = Vec::with_capacity(one.len() * n);
+        for _ in 0..n {
+            all.extend_from_slice(&one);
+        }
+        Some(finish(all, input.shape(), dt))
+    } else {
+        None
+    };
+    let gw = if need[1] {
+        let x = contiguous_in::<T>(input)?;
+        let xs = elems::<T>(&x)?;
+        let per = xs.len() / n;
+        let mut xsum = xs[..per].to_vec();
+        for img in xs.chunks_exact(per).skip(1) {
+            xsum.iter_mut().zip(img).for_each(|(a, b)| *a = *a + *b);
+        }
+        let v = if transposed {
+            conv_weight(&g1, &gy1, &xsum)
+        } else {
+            conv_weight(&g1, &xsum, &gy1)
+        };
+        Some(finish(v, weight.shape(), dt))
+    } else {
+        None
+    };
+    let gb = if need[2] {
+        let total = v * <T as Element>::from_f64((n * sp) as f64);
+        Some(finish(vec![total; ch], &[ch], dt))
     } else {
         None
     };
