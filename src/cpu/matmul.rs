@@ -258,7 +258,7 @@ fn dot_lanes<T: FloatElement>(a: &[T], b: &[T]) -> T {
     const L: usize = 16;
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [T::zero(); L];
+    let mut acc = [<T as Element>::zero(); L];
     let (ca, cb) = (a.chunks_exact(L), b.chunks_exact(L));
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
@@ -266,7 +266,7 @@ fn dot_lanes<T: FloatElement>(a: &[T], b: &[T]) -> T {
             acc[l] = acc[l] + x[l] * y[l];
         }
     }
-    let mut tail = T::zero();
+    let mut tail = <T as Element>::zero();
     for (x, y) in ra.iter().zip(rb) {
         tail = tail + *x * *y;
     }
@@ -362,7 +362,7 @@ impl GemvLoops for f64 {}
 
 /// Sum of equally long partial vectors into `out`.
 fn sum_parts<T: FloatElement>(parts: Vec<Vec<T>>, out: &mut [T]) {
-    out.iter_mut().for_each(|o| *o = T::zero());
+    out.iter_mut().for_each(|o| *o = <T as Element>::zero());
     for p in parts {
         for (o, v) in out.iter_mut().zip(p) {
             *o = *o + v;
@@ -409,7 +409,7 @@ unsafe fn gemv_float<T: GemvLoops>(
         1
     };
     // Products land in `y` directly unless the old `y` is needed.
-    let mut tmp = if read_dst { vec![T::zero(); m] } else { vec![] };
+    let mut tmp = if read_dst { vec![<T as Element>::zero(); m] } else { vec![] };
     let prod: &mut [T] = if read_dst { &mut tmp } else { &mut *y };
     let ap = SendPtr(a as *mut T);
     if l.cs == 1 {
@@ -428,7 +428,7 @@ unsafe fn gemv_float<T: GemvLoops>(
                 .map(|c| {
                     let p0 = c * span;
                     let p1 = (p0 + span).min(k);
-                    let mut acc = vec![T::zero(); m];
+                    let mut acc = vec![<T as Element>::zero(); m];
                     // SAFETY: columns p0..p1 of every row are in range.
                     unsafe { T::dot_rows(ap.get().add(p0), l.rs, &xv[p0..p1], &mut acc) };
                     acc
@@ -444,7 +444,7 @@ unsafe fn gemv_float<T: GemvLoops>(
         if threads > 1 && m >= 256 * threads {
             let cols = m.div_ceil(threads);
             prod.par_chunks_mut(cols).enumerate().for_each(|(c, o)| {
-                o.iter_mut().for_each(|v| *v = T::zero());
+                o.iter_mut().for_each(|v| *v = <T as Element>::zero());
                 // SAFETY: entries c*cols..c*cols+o.len() of every storage row are in range.
                 unsafe { T::axpy_rows(ap.get().add(c * cols), l.cs, xv, o) }
             });
@@ -455,7 +455,7 @@ unsafe fn gemv_float<T: GemvLoops>(
                 .map(|c| {
                     let p0 = c * span;
                     let p1 = (p0 + span).min(k);
-                    let mut acc = vec![T::zero(); m];
+                    let mut acc = vec![<T as Element>::zero(); m];
                     // SAFETY: storage rows p0..p1 are in range.
                     unsafe { T::axpy_rows(ap.get().add(p0 * l.cs), l.cs, &xv[p0..p1], &mut acc) };
                     acc
@@ -463,14 +463,14 @@ unsafe fn gemv_float<T: GemvLoops>(
                 .collect();
             sum_parts(parts, prod);
         } else {
-            prod.iter_mut().for_each(|v| *v = T::zero());
+            prod.iter_mut().for_each(|v| *v = <T as Element>::zero());
             // SAFETY: storage rows 0..k readable.
             unsafe { T::axpy_rows(a, l.cs, xv, prod) }
         }
     } else {
         // General strides.
         let body = |(i, o): (usize, &mut T)| {
-            let mut s = T::zero();
+            let mut s = <T as Element>::zero();
             for (p, &xp) in xv.iter().enumerate() {
                 // SAFETY: i < m, p < k.
                 s = s + unsafe { *ap.get().add(i * l.rs + p * l.cs) } * xp;
@@ -490,7 +490,7 @@ unsafe fn gemv_float<T: GemvLoops>(
         for (o, v) in y.iter_mut().zip(tmp) {
             *o = dst_scale * *o + prod_scale * v;
         }
-    } else if prod_scale != T::one() {
+    } else if prod_scale != <T as Element>::one() {
         y.iter_mut().for_each(|o| *o = prod_scale * *o);
     }
 }
@@ -693,6 +693,76 @@ mod tests {
         );
         for (o, w) in out.iter().zip(want) {
             assert!((*o as f64 - (2.0 + 3.0 * w)).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn matrix_vector_layouts_and_splits() {
+        // (m, k) covering serial, row-split, k-split and column-split paths.
+        for &(m, k) in &[(1, 9), (9, 1), (5, 37), (300, 300), (3, 70000), (1200, 80), (100, 1000)] {
+            let a: Vec<f64> = (0..m * k).map(|x| ((x * 7) % 11) as f64 - 5.0).collect();
+            let x: Vec<f64> = (0..k).map(|p| ((p * 3) % 5) as f64 - 2.0).collect();
+            let want = naive(&a, &x, m, 1, k);
+            // Row-major A, column-major A (same values), A stored with doubled strides.
+            let mut a_cm = vec![0.0; m * k];
+            let mut a_st = vec![0.0; 4 * m * k];
+            for i in 0..m {
+                for p in 0..k {
+                    a_cm[p * m + i] = a[i * k + p];
+                    a_st[2 * i * 2 * k + 2 * p] = a[i * k + p];
+                }
+            }
+            let layouts = [
+                (&a, MatStrides { rs: k, cs: 1 }),
+                (&a_cm, MatStrides { rs: 1, cs: m }),
+                (&a_st, MatStrides { rs: 4 * k, cs: 2 }),
+            ];
+            for (buf, l) in layouts {
+                for read_dst in [false, true] {
+                    let mut y = vec![1.0f64; m];
+                    matmul_batched(
+                        buf,
+                        &[0],
+                        l,
+                        &x,
+                        &[0],
+                        MatStrides { rs: 1, cs: 1 },
+                        m,
+                        1,
+                        k,
+                        &mut y,
+                        read_dst,
+                        0.5,
+                        2.0,
+                    );
+                    for (o, w) in y.iter().zip(&want) {
+                        let w = if read_dst { 0.5 + 2.0 * w } else { 2.0 * w };
+                        assert!((o - w).abs() < 1e-9, "{m}x{k} {l:?}: {o} vs {w}");
+                    }
+                    // The same product as one row: x^T A^T.
+                    let mut r = vec![0.0f32; m];
+                    let bf: Vec<f32> = buf.iter().map(|&v| v as f32).collect();
+                    let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                    matmul_batched(
+                        &xf,
+                        &[0],
+                        MatStrides { rs: k, cs: 1 },
+                        &bf,
+                        &[0],
+                        MatStrides { rs: l.cs, cs: l.rs },
+                        1,
+                        m,
+                        k,
+                        &mut r,
+                        false,
+                        0.0,
+                        1.0,
+                    );
+                    for (o, w) in r.iter().zip(&want) {
+                        assert!((*o as f64 - w).abs() < 1e-3 * (1.0 + w.abs()), "{o} vs {w}");
+                    }
+                }
+            }
         }
     }
 }

@@ -357,7 +357,7 @@ impl Tensor {
     pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
         self.check_mv(vec)?;
         // One recorded node (no unsqueeze/squeeze view nodes around it).
-        let m = self.shape()[0];
+        let m = self.shape()[0] as i64;
         let out = crate::no_grad(|| -> Result<Tensor> {
             Ok(matmul_core_raw(self, &vec.unsqueeze(1)?, None)?
                 .reshape(&[m])?
