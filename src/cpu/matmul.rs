@@ -409,7 +409,11 @@ unsafe fn gemv_float<T: GemvLoops>(
         1
     };
     // Products land in `y` directly unless the old `y` is needed.
-    let mut tmp = if read_dst { vec![<T as Element>::zero(); m] } else { vec![] };
+    let mut tmp = if read_dst {
+        vec![<T as Element>::zero(); m]
+    } else {
+        vec![]
+    };
     let prod: &mut [T] = if read_dst { &mut tmp } else { &mut *y };
     let ap = SendPtr(a as *mut T);
     if l.cs == 1 {
@@ -699,7 +703,15 @@ mod tests {
     #[test]
     fn matrix_vector_layouts_and_splits() {
         // (m, k) covering serial, row-split, k-split and column-split paths.
-        for &(m, k) in &[(1, 9), (9, 1), (5, 37), (300, 300), (3, 70000), (1200, 80), (100, 1000)] {
+        for &(m, k) in &[
+            (1, 9),
+            (9, 1),
+            (5, 37),
+            (300, 300),
+            (3, 70000),
+            (1200, 80),
+            (100, 1000),
+        ] {
             let a: Vec<f64> = (0..m * k).map(|x| ((x * 7) % 11) as f64 - 5.0).collect();
             let x: Vec<f64> = (0..k).map(|p| ((p * 3) % 5) as f64 - 2.0).collect();
             let want = naive(&a, &x, m, 1, k);

@@ -188,7 +188,12 @@ fn matmul_typed<T: MatmulElement>(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> 
             T::zero(),
             c.alpha.to_elem::<T>(),
         ),
-        None => (crate::cpu::alloc::output_vec::<T>(numel), false, T::zero(), T::one()),
+        None => (
+            crate::cpu::alloc::output_vec::<T>(numel),
+            false,
+            T::zero(),
+            T::one(),
+        ),
     };
     if numel == 0 {
         return Ok(Tensor::from_vec_unchecked(out, &out_shape));
@@ -415,9 +420,11 @@ impl Tensor {
     pub fn dot(&self, other: &Tensor) -> Result<Tensor> {
         self.check_dot(other, "dot")?;
         let out = crate::no_grad(|| -> Result<Tensor> {
-            Ok(matmul_core_raw(&self.unsqueeze(0)?, &other.unsqueeze(1)?, None)?
-                .reshape(&[])?
-                .alias_detached())
+            Ok(
+                matmul_core_raw(&self.unsqueeze(0)?, &other.unsqueeze(1)?, None)?
+                    .reshape(&[])?
+                    .alias_detached(),
+            )
         })?;
         super::linalg_grad::record_dot(self, other, &out);
         Ok(out)
