@@ -352,6 +352,15 @@ impl Tensor {
 
     /// `self (op) scalar`, or `scalar (op) self` when `reversed`.
     pub fn binary_scalar(&self, s: Scalar, op: BinaryOp, reversed: bool) -> Result<Tensor> {
+        // `x ** 2` on a float tensor is `x * x` (PowBackward0 `2 x g`), not a `powf` per element.
+        if op == BinaryOp::Pow
+            && !reversed
+            && self.dtype().is_floating_point()
+            && matches!(s, Scalar::Float(_) | Scalar::Int(_))
+            && s.to_f64() == 2.0
+        {
+            return self.unary(UnaryOp::Square);
+        }
         let common = ResultType::new()
             .tensor(self.dtype(), self.ndim())
             .scalar(s)

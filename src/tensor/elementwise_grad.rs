@@ -78,7 +78,7 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) 
             let (x, y) = (saved_a.get()?, saved_b.get()?);
             let (ga, gb): (Option<Tensor>, Option<Tensor>) = match op {
                 Add => (Some(g.clone()), Some(g.clone())),
-                Sub => (Some(g.clone()), Some(neg(g)?)),
+                Sub => (Some(g.clone()), need_b.then(|| neg(g)).transpose()?),
                 Mul => (
                     need_a.then(|| mul(g, y)).transpose()?,
                     need_b.then(|| mul(g, x)).transpose()?,

@@ -201,12 +201,17 @@ fn matmul_typed<T: MatmulElement>(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> 
             (v, true, c.beta.to_elem::<T>(), c.alpha.to_elem::<T>())
         }
         Some(c) => (
-            vec![T::zero(); numel],
+            crate::cpu::alloc::output_vec::<T>(numel),
             false,
             T::zero(),
             c.alpha.to_elem::<T>(),
         ),
-        None => (vec![T::zero(); numel], false, T::zero(), T::one()),
+        None => (
+            crate::cpu::alloc::output_vec::<T>(numel),
+            false,
+            T::zero(),
+            T::one(),
+        ),
     };
     if numel == 0 {
         return Ok(Tensor::from_vec_unchecked(out, &out_shape));
@@ -374,8 +379,15 @@ impl Tensor {
     /// Matrix-vector product.
     pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
         self.check_mv(vec)?;
-        let r = matmul_core(self, &vec.unsqueeze(1)?, None)?;
-        r.squeeze(Some(&[1]))
+        // One recorded node (no unsqueeze/squeeze view nodes around it).
+        let m = self.shape()[0] as i64;
+        let out = crate::no_grad(|| -> Result<Tensor> {
+            Ok(matmul_core_raw(self, &vec.unsqueeze(1)?, None)?
+                .reshape(&[m])?
+                .alias_detached())
+        })?;
+        super::linalg_grad::record_mv(self, vec, &out);
+        Ok(out)
     }
 
     fn check_mv(&self, vec: &Tensor) -> Result<()> {
@@ -425,8 +437,15 @@ impl Tensor {
     /// Dot product of two 1-d tensors (0-d result).
     pub fn dot(&self, other: &Tensor) -> Result<Tensor> {
         self.check_dot(other, "dot")?;
-        let r = matmul_core(&self.unsqueeze(0)?, &other.unsqueeze(1)?, None)?;
-        r.reshape(&[])
+        let out = crate::no_grad(|| -> Result<Tensor> {
+            Ok(
+                matmul_core_raw(&self.unsqueeze(0)?, &other.unsqueeze(1)?, None)?
+                    .reshape(&[])?
+                    .alias_detached(),
+            )
+        })?;
+        super::linalg_grad::record_dot(self, other, &out);
+        Ok(out)
     }
 
     /// `vdot`: the dot product with the first argument conjugated (same as `dot` for reals).

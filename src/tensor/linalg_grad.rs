@@ -89,6 +89,70 @@ pub(crate) fn record_matmul(
     );
 }
 
+/// Record `out = a @ x` (matrix `a`, vector `x`) as one node: `ga = g x^T`, `gx = a^T g`
+/// (the latter a matrix-vector product on the transposed view, no copy of `a`).
+pub(crate) fn record_mv(a: &Tensor, x: &Tensor, out: &Tensor) {
+    if !out.dtype().is_floating_point() || !needs_grad(&[a, x]) {
+        return;
+    }
+    let (need_a, need_x) = (a.requires_grad(), x.requires_grad());
+    let saved_a = SavedTensor::new(a, "MvBackward0");
+    let saved_x = SavedTensor::new(x, "MvBackward0");
+    record(
+        "MvBackward0",
+        &[a, x],
+        &[out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None, None]);
+            };
+            let ga = if need_a {
+                let xr = saved_x.get()?.unsqueeze(0)?;
+                Some(g.unsqueeze(1)?.binary(&xr, BinaryOp::Mul)?)
+            } else {
+                None
+            };
+            let gx = if need_x {
+                Some(saved_a.get()?.mt()?.mv(g)?)
+            } else {
+                None
+            };
+            Ok(vec![ga, gx])
+        }),
+    );
+}
+
+/// Record `out = a . b` (two vectors) as one node: `ga = g b`, `gb = g a`.
+pub(crate) fn record_dot(a: &Tensor, b: &Tensor, out: &Tensor) {
+    if !out.dtype().is_floating_point() || !needs_grad(&[a, b]) {
+        return;
+    }
+    let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
+    let saved_a = SavedTensor::new(a, "DotBackward0");
+    let saved_b = SavedTensor::new(b, "DotBackward0");
+    record(
+        "DotBackward0",
+        &[a, b],
+        &[out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None, None]);
+            };
+            let ga = if need_a {
+                Some(g.binary(saved_b.get()?, BinaryOp::Mul)?)
+            } else {
+                None
+            };
+            let gb = if need_b {
+                Some(g.binary(saved_a.get()?, BinaryOp::Mul)?)
+            } else {
+                None
+            };
+            Ok(vec![ga, gb])
+        }),
+    );
+}
+
 // ---------------------------------------------------------------------- helpers
 
 fn neg(a: &Tensor) -> Result<Tensor> {
