@@ -122,7 +122,7 @@ mod tests {
             tt.set_requires_grad(true).unwrap();
         }
         let y = linear(&x, &w, Some(&b)).unwrap();
-        assert_eq!(y.to_vec::<f64>().unwrap(), vec![-1.5, 4.5, -1.5, 14.]);
+        assert_eq!(y.to_vec::<f64>().unwrap(), vec![-1.5, 4.5, -1.5, 15.]);
         assert_eq!(y.grad_fn().unwrap().name(), "AddmmBackward0");
         let s = y.sum(None, false, None).unwrap();
         crate::autograd::backward(&[s], vec![None], None, false, None).unwrap();
