@@ -175,6 +175,21 @@ pub fn adam_step(
                 let (m, rest) = s.split_at_mut(1);
                 let (v, vmax) = rest.split_at_mut(1);
                 let (m, v, mut vmax) = (&mut *m[0], &mut *v[0], vmax.get_mut(0));
+                if vmax.is_none() && !o.maximize && o.weight_decay == 0.0 {
+                    // The common case, branch-free so that it vectorises (same arithmetic,
+                    // in the same order, as the general loop below).
+                    let n = p.len();
+                    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+                    for i in 0..n {
+                        let d = g[i];
+                        let mi = b1 * m[i] + one_b1 * d;
+                        let vi = b2 * v[i] + one_b2 * d * d;
+                        m[i] = mi;
+                        v[i] = vi;
+                        p[i] -= step_size * mi / (vi.sqrt() / bc2 + eps);
+                    }
+                    return;
+                }
                 for i in 0..p.len() {
                     let mut d = if o.maximize { -g[i] } else { g[i] };
                     if o.weight_decay != 0.0 {

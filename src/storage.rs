@@ -82,6 +82,11 @@ impl CpuStorage {
     pub fn is_writable(&self) -> bool {
         self.writable
     }
+    /// True when the memory is a `Vec` allocated by ferrotorch (not foreign memory such as a
+    /// NumPy array or a DLPack capsule that someone else may also be using).
+    pub fn owns_vec(&self) -> bool {
+        crate::with_dtype!(self.dtype, T, { self._owner.is::<Vec<T>>() })
+    }
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }

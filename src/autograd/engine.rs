@@ -159,7 +159,7 @@ fn run_backward(
                 .map(|a| a.contains(&k))
                 .unwrap_or(true);
             if accumulate && allowed {
-                if let Some(g) = &grads[0] {
+                if let Some(g) = grads[0].take() {
                     accumulate_into_leaf(leaf, g, create_graph)?;
                 }
             }
@@ -187,8 +187,10 @@ fn run_backward(
     Ok(caps.grads)
 }
 
-fn accumulate_into_leaf(leaf: &Tensor, g: &Tensor, create_graph: bool) -> Result<()> {
-    let mut g = g.clone();
+/// Add `g` into `leaf.grad` (or make it the gradient). `g` is taken by value so that a
+/// gradient nobody else can see is adopted as the new `.grad` without a copy (PyTorch's
+/// "steal the gradient" rule in AccumulateGrad).
+fn accumulate_into_leaf(leaf: &Tensor, mut g: Tensor, create_graph: bool) -> Result<()> {
     let hooks: Vec<_> = leaf.meta().hooks.iter().map(|(_, h)| h.clone()).collect();
     for h in hooks {
         if let Some(new) = h(&g)? {
@@ -206,6 +208,10 @@ fn accumulate_into_leaf(leaf: &Tensor, g: &Tensor, create_graph: bool) -> Result
     let new = match leaf.grad() {
         None => {
             if create_graph {
+                g
+            } else if g.is_exclusive_plain_buffer() && g.dtype() == leaf.dtype() {
+                // Nothing else refers to this tensor or its storage (checked above), so it
+                // becomes the gradient as is.
                 g
             } else {
                 // A fresh buffer: the incoming gradient may be shared with other leaves.

@@ -8,6 +8,7 @@ mod dlpack;
 mod linalg;
 mod misc_ops;
 mod nn_conv;
+mod nn_linear;
 mod nn_norm;
 mod nn_pool;
 mod nn_rnn;
@@ -58,15 +59,23 @@ pub(crate) fn guarded<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
 /// Elements above which a kernel runs with the GIL released.
 pub(crate) const GIL_RELEASE_NUMEL: usize = 1 << 14;
 
+/// Elements (or work) from which a kernel runs on the thread pool: below this, kernels do not
+/// parallelise, and moving them to a pool thread costs more than it saves.
+pub(crate) const POOL_NUMEL: usize = crate::cpu::strided::PAR_THRESHOLD;
+
 /// Run a kernel: with the GIL released when `numel` is large, and panics caught.
 pub(crate) fn run<T: Send>(
     py: Python<'_>,
     numel: usize,
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> PyResult<T> {
-    if numel >= GIL_RELEASE_NUMEL {
+    if numel >= POOL_NUMEL {
         // Big kernels run on ferrotorch's resizable pool (`set_num_threads`).
         py.detach(|| crate::parallel::install(|| guarded(f)))
+    } else if numel >= GIL_RELEASE_NUMEL {
+        // Mid-sized kernels do not split their work (below `PAR_THRESHOLD`): they run on the
+        // calling thread, so they pay no hand-off to a pool thread and back.
+        py.detach(|| guarded(f))
     } else {
         guarded(f)
     }
@@ -96,6 +105,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_rnn::register(m)?;
     optim::register(m)?;
     cuda::register(m)?;
+    nn_linear::register(m)?;
     Ok(())
 }
 

@@ -197,7 +197,45 @@ fn _fused_adadelta_(
     })
 }
 
+/// The fused optimizers' input gathering in one call: for the parameters of a group, the
+/// ones that have a gradient and those gradients (made contiguous), or `None` when some
+/// parameter needs the generic tensor-op path (not a float32/float64 CPU tensor, a
+/// non-contiguous parameter, a gradient of another dtype or shape) or is not a tensor.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn _fused_grads<'py>(
+    params: &Bound<'py, PyAny>,
+) -> PyResult<Option<(Vec<Bound<'py, PyAny>>, Vec<PyTensor>)>> {
+    use crate::{DType, Device};
+    let mut ps = Vec::new();
+    let mut gs = Vec::new();
+    for item in params.try_iter()? {
+        let item = item?;
+        let Ok(t) = item.cast::<PyTensor>() else {
+            return Ok(None);
+        };
+        let g = {
+            let p = &t.borrow().inner;
+            let Some(g) = p.grad() else { continue };
+            if !matches!(p.dtype(), DType::F32 | DType::F64)
+                || g.dtype() != p.dtype()
+                || p.device() != Device::Cpu
+                || g.device() != Device::Cpu
+                || !p.is_contiguous()
+                || g.shape() != p.shape()
+            {
+                return Ok(None);
+            }
+            g.contiguous()
+        };
+        ps.push(item);
+        gs.push(PyTensor::from(g));
+    }
+    Ok(Some((ps, gs)))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_fused_grads, m)?)?;
     m.add_function(wrap_pyfunction!(_fused_sgd_, m)?)?;
     m.add_function(wrap_pyfunction!(_fused_adam_, m)?)?;
     m.add_function(wrap_pyfunction!(_fused_rmsprop_, m)?)?;

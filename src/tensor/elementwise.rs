@@ -427,6 +427,27 @@ impl Tensor {
         use UnaryOp::*;
         let dt = self.dtype();
         match op {
+            // ReLU on f32/f64 with its own monomorphised closure (no per-element dispatch on
+            // the op), so the loop vectorises. NaN passes through, as in `float_unary`.
+            Relu if matches!(dt, DType::F32 | DType::F64) => {
+                return with_float_dtype!(
+                    dt,
+                    T,
+                    {
+                        let s = self.storage_slice::<T>()?;
+                        let out = strided::map1(s, self.layout(), |v: T| {
+                            let zero = <T as Element>::zero();
+                            if v > zero || v.is_nan() {
+                                v
+                            } else {
+                                zero
+                            }
+                        });
+                        Ok(Tensor::from_vec_unchecked(out, self.shape()))
+                    },
+                    unreachable!()
+                );
+            }
             IsNan | IsInf | IsFinite | IsPosInf | IsNegInf => {
                 if !dt.is_floating_point() {
                     let v = matches!(op, IsFinite);

@@ -248,10 +248,13 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                 Acosh => div(g, &adds(&mul(x, x)?, -1.0)?.unary(Sqrt)?)?,
                 Atanh => div(g, &rsubs(&mul(x, x)?, 1.0)?)?,
                 Sigmoid => mul(g, &mul(&y, &rsubs(&y, 1.0)?)?)?,
-                Relu => mul(
-                    g,
-                    &x.binary_scalar(Scalar::Float(0.0), BinaryOp::Gt, false)?,
-                )?,
+                Relu => match relu_backward_fast(g, x) {
+                    Some(r) => r?,
+                    None => mul(
+                        g,
+                        &x.binary_scalar(Scalar::Float(0.0), BinaryOp::Gt, false)?,
+                    )?,
+                },
                 Gelu => {
                     // d/dx x*Phi(x) = Phi(x) + x*phi(x)
                     let cdf = muls(
@@ -387,5 +390,41 @@ pub(crate) fn record_to_device(x: &Tensor, out: &Tensor) {
                 None => Ok(vec![None]),
             }),
         );
+    }
+}
+
+/// ReLU's gradient `g where x > 0 else 0` in one pass (PyTorch's `threshold_backward`), for
+/// f32/f64 when the result need not be differentiable (no `create_graph`). `None` means: use
+/// the composite formula.
+fn relu_backward_fast(g: &Tensor, x: &Tensor) -> Option<Result<Tensor>> {
+    fn typed<T: crate::FloatElement>(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+        let out = crate::cpu::strided::map2(
+            g.storage_slice::<T>()?,
+            g.layout(),
+            x.storage_slice::<T>()?,
+            x.layout(),
+            |gv: T, xv: T| {
+                let zero = <T as crate::Element>::zero();
+                if xv > zero {
+                    gv
+                } else {
+                    zero
+                }
+            },
+        );
+        Ok(Tensor::from_vec_unchecked(out, g.shape()))
+    }
+    if is_grad_enabled()
+        || g.dtype() != x.dtype()
+        || g.shape() != x.shape()
+        || g.device().is_cuda()
+        || x.device().is_cuda()
+    {
+        return None;
+    }
+    match g.dtype() {
+        crate::DType::F32 => Some(typed::<f32>(g, x)),
+        crate::DType::F64 => Some(typed::<f64>(g, x)),
+        _ => None,
     }
 }

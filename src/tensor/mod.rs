@@ -154,6 +154,34 @@ impl Tensor {
         Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), self.0.dtype)
     }
 
+    /// True when this handle is the only reference to the tensor, the tensor is not a view
+    /// and has no autograd history, and it alone uses its whole storage (contiguous, offset 0,
+    /// no other tensor, no foreign owner such as a NumPy array, writable). Such a tensor can
+    /// be adopted (e.g. as a leaf's `.grad`) without a copy: nobody can observe the aliasing.
+    pub(crate) fn is_exclusive_plain_buffer(&self) -> bool {
+        let imp = &self.0;
+        if Arc::strong_count(imp) != 1 || Arc::weak_count(imp) != 0 || imp.base.is_some() {
+            return false;
+        }
+        if Arc::strong_count(&imp.storage) != 1 || Arc::weak_count(&imp.storage) != 0 {
+            return false;
+        }
+        // Device buffers always come from our allocator; CPU ones may be foreign.
+        let (owned, len) = match imp.storage.data() {
+            crate::storage::StorageData::Cpu(c) => (c.is_writable() && c.owns_vec(), c.len()),
+            crate::storage::StorageData::Cuda(c) => (true, c.len()),
+        };
+        if !owned {
+            return false;
+        }
+        let l = &imp.layout;
+        if l.offset != 0 || !l.is_contiguous() || l.numel() != len {
+            return false;
+        }
+        let m = self.meta();
+        m.grad_fn.is_none() && !m.requires_grad && m.grad.is_none() && m.hooks.is_empty()
+    }
+
     /// The tensor this one is a view of (`._base`), if any.
     pub fn view_base(&self) -> Option<Tensor> {
         self.0.base.clone()

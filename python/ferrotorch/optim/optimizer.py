@@ -287,15 +287,6 @@ def _fused_inputs(group):
     ``fused=False``."""
     if group.get("differentiable") or group.get("fused") is False:
         return None
-    params, grads = [], []
-    for p in group["params"]:
-        g = p.grad
-        if g is None:
-            continue
-        if (p.dtype not in _FUSED_DTYPES or g.dtype != p.dtype or p.device.type != "cpu"
-                or g.device.type != "cpu" or not p.is_contiguous()
-                or tuple(g.shape) != tuple(p.shape)):
-            return None
-        params.append(p)
-        grads.append(g if g.is_contiguous() else g.contiguous())
-    return params, grads
+    # One Rust call checks every parameter (float32/float64 CPU, contiguous, gradient of
+    # the same dtype and shape) and gathers the gradients (made contiguous).
+    return _C._fused_grads(group["params"])
