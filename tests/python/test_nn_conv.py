@@ -12,6 +12,8 @@ import ferrotorch.nn.functional as F
 from ferrotorch import nn
 from ferrotorch.autograd import gradcheck
 
+from conv_reference import _tup, ref_conv
+
 
 def t(a, dtype=np.float64, grad=False):
     x = ft.from_numpy(np.ascontiguousarray(np.asarray(a, dtype=dtype)))
@@ -28,43 +30,6 @@ def rng():
 
 
 # ---------------------------------------------------------------------------- references
-def _tup(v, nd):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * nd
-
-
-def ref_conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
-    """Direct convolution (cross-correlation) in float64; padding may be 'same'/'valid'."""
-    x = np.asarray(x, np.float64)
-    w = np.asarray(w, np.float64)
-    nd = x.ndim - 2
-    k = w.shape[2:]
-    s, d = _tup(stride, nd), _tup(dilation, nd)
-    if padding == "valid":
-        pads = [(0, 0)] * nd
-    elif padding == "same":
-        pads = [(d[i] * (k[i] - 1) // 2, d[i] * (k[i] - 1) - d[i] * (k[i] - 1) // 2)
-                for i in range(nd)]
-    else:
-        pads = [(p, p) for p in _tup(padding, nd)]
-    xp = np.pad(x, [(0, 0), (0, 0)] + pads)
-    n, c = x.shape[:2]
-    o = w.shape[0]
-    cg, og = c // groups, o // groups
-    osz = [(xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd)]
-    out = np.zeros((n, o, *osz))
-    for idx in itertools.product(*[range(kk) for kk in k]):
-        sl = tuple(slice(idx[i] * d[i], idx[i] * d[i] + s[i] * (osz[i] - 1) + 1, s[i])
-                   for i in range(nd))
-        patch = xp[(slice(None), slice(None)) + sl]
-        for g in range(groups):
-            wg = w[(slice(g * og, (g + 1) * og), slice(None)) + idx]
-            out[:, g * og:(g + 1) * og] += np.einsum("oc,nc...->no...", wg,
-                                                      patch[:, g * cg:(g + 1) * cg])
-    if b is not None:
-        out += np.asarray(b, np.float64).reshape((1, -1) + (1,) * nd)
-    return out
-
-
 def ref_conv_t(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Direct transposed convolution: scatter every input element times the kernel."""
     x = np.asarray(x, np.float64)

@@ -4,7 +4,6 @@ are / are not multiples of the vector width, channel counts off the register-til
 dilation, groups, 1x1 kernels, batch 1 and odd batches, non-contiguous inputs, the expanded
 gradient of ``.sum()``), in float32 and float64, plus float64 gradchecks."""
 
-import itertools
 
 import numpy as np
 import pytest
@@ -14,57 +13,12 @@ import ferrotorch.nn.functional as F
 from ferrotorch import nn
 from ferrotorch.autograd import gradcheck
 
+from conv_reference import ref_conv_with_grads
+
 
 @pytest.fixture
 def rng():
     return np.random.default_rng(4321)
-
-
-def _tup(v, nd):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * nd
-
-
-def ref_conv_with_grads(x, w, b, gy, stride=1, padding=0, dilation=1, groups=1):
-    """Forward output and (grad_x, grad_w, grad_b) for upstream gradient ``gy`` (float64)."""
-    x = np.asarray(x, np.float64)
-    w = np.asarray(w, np.float64)
-    nd = x.ndim - 2
-    k = w.shape[2:]
-    s, d = _tup(stride, nd), _tup(dilation, nd)
-    if padding == "same":
-        pads = [(d[i] * (k[i] - 1) // 2, d[i] * (k[i] - 1) - d[i] * (k[i] - 1) // 2)
-                for i in range(nd)]
-    else:
-        pads = [(p, p) for p in _tup(padding, nd)]
-    xp = np.pad(x, [(0, 0), (0, 0)] + pads)
-    n, c = x.shape[:2]
-    o = w.shape[0]
-    cg, og = c // groups, o // groups
-    osz = [(xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd)]
-    out = np.zeros((n, o, *osz))
-    if gy is None:
-        gy = np.zeros_like(out)
-    gy = np.asarray(gy, np.float64)
-    gxp = np.zeros_like(xp)
-    gw = np.zeros_like(w)
-    for idx in itertools.product(*[range(kk) for kk in k]):
-        sl = tuple(slice(idx[i] * d[i], idx[i] * d[i] + s[i] * (osz[i] - 1) + 1, s[i])
-                   for i in range(nd))
-        full = (slice(None), slice(None)) + sl
-        patch = xp[full]
-        for g in range(groups):
-            cs, os_ = slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
-            wg = w[(os_, slice(None)) + idx]
-            out[:, os_] += np.einsum("oc,nc...->no...", wg, patch[:, cs])
-            gw[(os_, slice(None)) + idx] += np.einsum(
-                "nop,ncp->oc", gy[:, os_].reshape(n, og, -1), patch[:, cs].reshape(n, cg, -1))
-            gxp[(slice(None), cs) + sl] += np.einsum("oc,no...->nc...", wg, gy[:, os_])
-    if b is not None:
-        out += np.asarray(b, np.float64).reshape((1, -1) + (1,) * nd)
-    crop = tuple(slice(pads[i][0], pads[i][0] + x.shape[2 + i]) for i in range(nd))
-    gx = gxp[(slice(None), slice(None)) + crop]
-    gb = gy.sum(axis=tuple(i for i in range(gy.ndim) if i != 1))
-    return out, gx, gw, gb
 
 
 def tol(dtype):
