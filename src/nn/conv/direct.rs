@@ -105,6 +105,24 @@ impl Prep {
         let (py, px) = (iy % g.sh, ix % g.sw);
         ((c * g.sh + py) * g.sw + px) * self.plane + (iy / g.sh) * self.wq + ix / g.sw
     }
+
+    /// For each group, the offsets of its kernel rows `(c, ki, kj)` in weight order.
+    fn group_row_offsets(&self, g: &Geom) -> Vec<Vec<usize>> {
+        let cg = g.cg();
+        (0..g.groups)
+            .map(|gi| {
+                let mut v = Vec::with_capacity(g.rows());
+                for c in 0..cg {
+                    for ki in 0..g.kh {
+                        for kj in 0..g.kw {
+                            v.push(self.row_offset(g, gi * cg + c, ki, kj));
+                        }
+                    }
+                }
+                v
+            })
+            .collect()
+    }
 }
 
 /// Fill one image's phase-split padded buffer from `src` `(c, h, w)`.
@@ -351,21 +369,9 @@ fn forward_nr<T: DirectFloat, const NR: usize>(
     }
     let p = Prep::new(g);
     let prep = prepare(g, &p, big);
-    let (cg, og, rows) = (g.cg(), g.og(), g.rows());
+    let (og, rows) = (g.og(), g.rows());
     let nblocks = og.div_ceil(MR);
-    let offs: Vec<Vec<usize>> = (0..g.groups)
-        .map(|gi| {
-            let mut v = Vec::with_capacity(rows);
-            for c in 0..cg {
-                for ki in 0..g.kh {
-                    for kj in 0..g.kw {
-                        v.push(p.row_offset(g, gi * cg + c, ki, kj));
-                    }
-                }
-            }
-            v
-        })
-        .collect();
+    let offs = p.group_row_offsets(g);
     let mut wpack = vec![T::zero(); g.groups * nblocks * rows * MR];
     for gi in 0..g.groups {
         for o in 0..og {
@@ -627,26 +633,14 @@ pub(super) fn weight_grad<T: DirectFloat>(g: &Geom, big: &[T], small: &[T]) -> V
 }
 
 fn weight_grad_nv<T: DirectFloat, const NV: usize>(g: &Geom, big: &[T], small: &[T]) -> Vec<T> {
-    let (cg, og, rows) = (g.cg(), g.og(), g.rows());
+    let (og, rows) = (g.og(), g.rows());
     let size = g.o * rows;
     if size == 0 || g.n == 0 || g.ohw() == 0 {
         return vec![T::zero(); size];
     }
     let p = Prep::new(g);
     let prep = prepare(g, &p, big);
-    let offs: Vec<Vec<usize>> = (0..g.groups)
-        .map(|gi| {
-            let mut v = Vec::with_capacity(rows);
-            for c in 0..cg {
-                for ki in 0..g.kh {
-                    for kj in 0..g.kw {
-                        v.push(p.row_offset(g, gi * cg + c, ki, kj));
-                    }
-                }
-            }
-            v
-        })
-        .collect();
+    let offs = p.group_row_offsets(g);
     let ctx = GwCtx {
         g,
         p: &p,
