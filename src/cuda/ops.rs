@@ -36,9 +36,11 @@ macro_rules! launch {
             .map_err(|e| Error::Runtime(format!("CUDA error: launching {name}: {e}")))
     }};
 }
+/// Shared with the other launcher modules of `src/cuda/` (nn, optimiser, random, indexing).
+pub(crate) use launch;
 
 /// The CUDA storage of `t`.
-fn storage(t: &Tensor) -> Result<&CudaStorage> {
+pub(crate) fn storage(t: &Tensor) -> Result<&CudaStorage> {
     match t.storage().data() {
         StorageData::Cuda(c) => Ok(c),
         StorageData::Cpu(_) => Err(Error::Runtime(format!(
@@ -49,18 +51,18 @@ fn storage(t: &Tensor) -> Result<&CudaStorage> {
 }
 
 /// Base device pointer of `t`'s storage (kernels add the layout's offset themselves).
-fn ptr(t: &Tensor) -> Result<u64> {
+pub(crate) fn ptr(t: &Tensor) -> Result<u64> {
     Ok(storage(t)?.device_ptr())
 }
 
-fn ordinal_of(t: &Tensor) -> Result<usize> {
+pub(crate) fn ordinal_of(t: &Tensor) -> Result<usize> {
     match t.device() {
         Device::Cuda(n) => Ok(n),
         Device::Cpu => Err(Error::Runtime("expected a CUDA tensor".into())),
     }
 }
 
-fn dev_of(t: &Tensor) -> Result<Arc<DeviceState>> {
+pub(crate) fn dev_of(t: &Tensor) -> Result<Arc<DeviceState>> {
     Ok(storage(t)?.device_state().clone())
 }
 
