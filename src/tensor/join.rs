@@ -365,6 +365,25 @@ fn repeat_counts(repeats: &Tensor, n: Option<usize>) -> Result<Vec<usize>> {
 impl Tensor {
     /// Gather `self` through per-dim maps into a new tensor.
     pub(crate) fn gather_maps(&self, layout: &Layout, maps: &[DimMap]) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            // One index_select per remapped dim (flip, roll, repeat, tile are a few dims).
+            let mut t = self.with_layout(layout.clone());
+            let mut selected = false;
+            for (d, m) in maps.iter().enumerate() {
+                if let DimMap::Map(pos) = m {
+                    let idx: Vec<i64> = pos.iter().map(|&p| p as i64).collect();
+                    let n = idx.len();
+                    let idx = Tensor::from_vec_unchecked(idx, &[n]);
+                    t = crate::cuda::ops::index_select(&t, d, &idx)?;
+                    selected = true;
+                }
+            }
+            return if selected {
+                Ok(t)
+            } else {
+                crate::cuda::ops::clone(&t)
+            };
+        }
         let (plan, shape): (Plan, Dims) = Plan::from_maps(layout, maps);
         Ok(with_dtype!(self.dtype(), T, {
             let s = self.storage_slice::<T>()?;
