@@ -5,7 +5,8 @@
 Cases (issue "CUDA backend", targets in brackets): elementwise a*b+c bandwidth on 64M f32
 (>= 90% of PyTorch's GB/s), f32 and bf16 matmul at 4096 and 8192 (>= 95% of PyTorch's
 TFLOP/s), per-op launch overhead of a+b on 4 elements (<= PyTorch's time), and a training step
-of a 784-256-10 MLP (batch 64, Adam). Times are the best of --repeat runs, each bracketed by
+of a 784-256-10 MLP (batch 64, Adam) and of a small MNIST-style CNN (batch 64, SGD).
+Times are the best of --repeat runs, each bracketed by
 device synchronisation. Exits 0 with a message when no GPU is available.
 """
 
@@ -75,6 +76,28 @@ def case_mlp_step(lib):
     return step, None, None
 
 
+def case_cnn_step(lib):
+    lib.manual_seed(0)
+    nn = lib.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 10),
+    ).to("cuda")
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = lib.randn(64, 1, 28, 28, device="cuda")
+    y = lib.randint(0, 10, (64,), device="cuda")
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return step, None, None
+
+
 CASES = [
     ("a*b+c 64M f32 (bandwidth)", case_fma, ()),
     ("matmul f32 4096", case_matmul, (4096, "float32")),
@@ -83,6 +106,7 @@ CASES = [
     ("matmul bf16 8192", case_matmul, (8192, "bfloat16")),
     ("a+b 4 elements (launch overhead)", case_small_add, ()),
     ("MLP 784-256-10 Adam step, batch 64", case_mlp_step, ()),
+    ("CNN 2 conv + linear SGD step, batch 64", case_cnn_step, ()),
 ]
 
 

@@ -2,7 +2,7 @@
 # On a lent GPU machine (the `device` tool's `run`, which has PyTorch but no Rust): install the
 # ferrotorch wheel carried in .wheel/, report where the CUDA libraries are, run the GPU test
 # suite and the GPU benchmarks against PyTorch. Logs go to $OUT (or /tmp/gpu_out).
-#   bash tools/gpu_check.sh [tests|bench|all] [extra pytest args...]
+#   bash tools/gpu_check.sh [all | comma-separated steps: tests,bench,full] [extra pytest args...]
 set -u
 what=${1:-all}
 shift || true
@@ -39,9 +39,14 @@ if ft.cuda.is_available():
     print("smoke:", (x * 2 + 1).sum(1).cpu().tolist(), (x @ x.t()).cpu().tolist())
 PY
 
-if [ "$what" = tests ] || [ "$what" = all ]; then
-    $py -m pytest -m cuda tests/python/test_cuda.py -q -rfEs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/cuda_tests.log"
+has() { [[ ",$what," == *",$1,"* ]] || [ "$what" = all ]; }
+if has tests; then
+    $py -m pytest -m cuda tests/python/ -q -rfEs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/cuda_tests.log"
 fi
-if [ "$what" = bench ] || [ "$what" = all ]; then
+if has bench; then
     $py benches/cuda_compare.py 2>&1 | tee "$OUT/cuda_bench.log"
+fi
+if has full; then
+    # The whole suite with a GPU present; PyTorch is installed there, so the comparisons run.
+    $py -m pytest tests/python -q -n 8 -rfE -p no:cacheprovider "$@" 2>&1 | tee "$OUT/full_tests.log" | tail -80
 fi

@@ -37,6 +37,7 @@ macro_rules! launch {
     }};
 }
 /// Shared with the other launcher modules of `src/cuda/` (nn, optimiser, random, indexing).
+#[allow(unused_imports)] // used by the launcher modules as they land
 pub(crate) use launch;
 
 /// The CUDA storage of `t`.
@@ -354,6 +355,23 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Res
         (on_device_of(a, b, op.name())?, b.clone())
     };
     let (compute, out_dtype) = op.dtypes(common)?;
+    let writes_bool = op.is_comparison() || op.is_logical();
+    // The CPU computes f16/bf16 in f32; the kernels do that internally (load to float, round
+    // on store), so they run on the storage dtype itself.
+    let compute = if matches!(common, DType::F16 | DType::BF16) {
+        common
+    } else {
+        compute
+    };
+    // An arithmetic kernel writes its input dtype: anything else would write past `out`.
+    if !writes_bool && compute != out_dtype {
+        return Err(Error::Runtime(format!(
+            "{}: no CUDA kernel computes in {} and writes {}",
+            op.name(),
+            compute.torch_name(),
+            out_dtype.torch_name()
+        )));
+    }
     if compute == DType::Bool && !(op.is_comparison() || op.is_logical() || op.is_bitwise()) {
         if matches!(
             op,
@@ -390,7 +408,13 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Res
         let ap = ap + (a.storage_offset() * compute.size()) as u64;
         let bp = bp + (b.storage_offset() * compute.size()) as u64;
         let name = format!("{}_{sfx}_contig", op.name());
-        launch!(dev, KernelFile::Binary, name, elementwise(n); ap, bp, o, n64)?;
+        // Threads by 16-byte packs when the kernel can vectorise (output as wide as input).
+        let per_thread = if out_dtype.size() == compute.size() {
+            16 / compute.size()
+        } else {
+            1
+        };
+        launch!(dev, KernelFile::Binary, name, elementwise(n.div_ceil(per_thread)); ap, bp, o, n64)?;
         return Ok(out);
     }
     let la = a.layout().broadcast_to(op.name(), &shape)?;

@@ -324,7 +324,7 @@ impl Tensor {
                         let s = g.masked_select(&m2)?;
                         let k = s.numel();
                         let full = if k < src_n {
-                            let pad = Tensor::zeros(&[src_n - k], g.dtype());
+                            let pad = Tensor::full_on(g.device(), &[src_n - k], Scalar::Int(0), g.dtype())?;
                             super::join::cat(&[s, pad], 0)?
                         } else {
                             s
@@ -549,7 +549,7 @@ impl Tensor {
             Box::new(|g| Ok(g.clone()))
         } else {
             Box::new(move |g| {
-                let z = Tensor::zeros(i1.shape(), g.dtype());
+                let z = Tensor::full_on(g.device(), i1.shape(), Scalar::Int(0), g.dtype())?;
                 g.put(&i1, &z, false)
             })
         };

@@ -160,7 +160,7 @@ def test_factories_on_device():
 @pytest.mark.cuda
 @needs_gpu
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "pow", "eq", "lt"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64])
 def test_binary_broadcast_noncontiguous(op, dtype):
     rng = np.random.default_rng(0)
     a = torch.from_numpy(rng.uniform(1, 3, (4, 1, 5))).to(dtype)
@@ -168,7 +168,13 @@ def test_binary_broadcast_noncontiguous(op, dtype):
     want = getattr(torch, op)(a, b)
     got = getattr(torch, op)(a.cuda(), b.cuda())
     assert got.is_cuda and got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_allclose(cpu_np(got), cpu_np(want), rtol=2e-3 if dtype == torch.float16 else 1e-6)
+    rtol = {torch.float16: 2e-3, torch.bfloat16: 1e-2}.get(dtype, 1e-6)
+    np.testing.assert_allclose(cpu_np(got), cpu_np(want), rtol=rtol)
+    # Same shapes, both contiguous (the kernels' fast path).
+    a2 = a.expand(4, 6, 5).contiguous()
+    b2 = b.expand(4, 6, 5).contiguous()
+    np.testing.assert_allclose(cpu_np(getattr(torch, op)(a2.cuda(), b2.cuda())),
+                               cpu_np(getattr(torch, op)(a2, b2)), rtol=rtol)
 
 
 @pytest.mark.cuda
@@ -308,7 +314,7 @@ def test_memory_counters_streams_events():
 def test_indexing_and_joins(dtype):
     x = (torch.arange(60) % 5).reshape(3, 4, 5).to(dtype)
     g = x.cuda()
-    idx = torch.tensor([2, 0, -1])
+    idx = torch.tensor([2, 0, 3, 0])
     np.testing.assert_array_equal(cpu_np(g.index_select(1, idx)), cpu_np(x.index_select(1, idx)))
     np.testing.assert_array_equal(cpu_np(g.index_select(1, idx.cuda())),
                                   cpu_np(x.index_select(1, idx)))
@@ -318,8 +324,9 @@ def test_indexing_and_joins(dtype):
     np.testing.assert_array_equal(cpu_np(torch.where(cond.cuda(), g, g.flip(0))),
                                   cpu_np(torch.where(cond, x, x.flip(0))))
     np.testing.assert_array_equal(cpu_np(torch.cat([g, g[:, :1]], 1)), cpu_np(torch.cat([x, x[:, :1]], 1)))
-    with pytest.raises(IndexError):
-        g.index_select(1, torch.tensor([7]))
+    for bad in ([7], [-1]):  # index_select takes no negative indices (PyTorch neither)
+        with pytest.raises(IndexError, match="out of range"):
+            g.index_select(1, torch.tensor(bad))
     with pytest.raises(RuntimeError, match="same device"):
         torch.cat([g, x])
 
