@@ -85,7 +85,11 @@ pub(crate) fn conv_big_from_small(
 ) -> Result<Tensor> {
     unavailable()
 }
-pub(crate) fn conv_weight_from_both(_g: &ConvGeom, _big: &Tensor, _small: &Tensor) -> Result<Tensor> {
+pub(crate) fn conv_weight_from_both(
+    _g: &ConvGeom,
+    _big: &Tensor,
+    _small: &Tensor,
+) -> Result<Tensor> {
     unavailable()
 }
 pub(crate) fn channel_sums(_t: &Tensor, _n: usize, _ch: usize, _spatial: usize) -> Result<Tensor> {

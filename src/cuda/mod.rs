@@ -49,11 +49,11 @@ pub fn allow_tf32() -> bool {
 #[cfg(not(feature = "cuda"))]
 mod disabled;
 #[cfg(not(feature = "cuda"))]
-#[path = "disabled_ops.rs"]
-pub(crate) mod ops;
-#[cfg(not(feature = "cuda"))]
 #[path = "disabled_nn_ops.rs"]
 pub(crate) mod nn_ops;
+#[cfg(not(feature = "cuda"))]
+#[path = "disabled_ops.rs"]
+pub(crate) mod ops;
 #[cfg(not(feature = "cuda"))]
 pub use disabled::*;
 

@@ -13,8 +13,8 @@ use super::compile::KernelFile;
 use super::dtype_suffix;
 use super::launch::{elementwise, per_row};
 use super::ops::{
-    binary, cast, cat, contiguous, dev_of, empty, full, launch, matmul, ordinal_of, ptr,
-    reduce, reduce_dim, Reduction,
+    binary, cast, cat, contiguous, dev_of, empty, full, launch, matmul, ordinal_of, ptr, reduce,
+    reduce_dim, Reduction,
 };
 use crate::layout::Layout;
 use crate::tensor::BinaryOp;
@@ -88,7 +88,12 @@ impl ConvGeom {
     }
     fn pointwise(&self) -> bool {
         let w = &self.win;
-        w.kh == 1 && w.kw == 1 && w.sh == 1 && w.sw == 1 && w.ph == 0 && w.pw == 0
+        w.kh == 1
+            && w.kw == 1
+            && w.sh == 1
+            && w.sw == 1
+            && w.ph == 0
+            && w.pw == 0
             && w.oh == w.h
             && w.ow == w.w
     }
@@ -254,7 +259,12 @@ fn im2col(x: &Tensor, win: &Window2d) -> Result<Tensor> {
 }
 
 fn col2im(col: &Tensor, win: &Window2d) -> Result<Tensor> {
-    let shape = [win.n as usize, win.c as usize, win.h as usize, win.w as usize];
+    let shape = [
+        win.n as usize,
+        win.c as usize,
+        win.h as usize,
+        win.w as usize,
+    ];
     let x = empty(ordinal_of(col)?, &shape, col.dtype())?;
     let total = x.numel();
     if total == 0 {
@@ -622,7 +632,11 @@ pub(crate) fn layer_norm_fwd(
     let y = empty(ord, x.shape(), x.dtype())?;
     if cols == 0 {
         let nan = Scalar::Float(f64::NAN);
-        return Ok((y, full(ord, &[rows], nan, ad)?, full(ord, &[rows], nan, ad)?));
+        return Ok((
+            y,
+            full(ord, &[rows], nan, ad)?,
+            full(ord, &[rows], nan, ad)?,
+        ));
     }
     let mean = empty(ord, &[rows], ad)?;
     let rstd = empty(ord, &[rows], ad)?;

@@ -205,7 +205,15 @@ pub fn cross_entropy(
     let (n, c, s, out_shape) = geometry(input, target)?;
     if input.device().is_cuda() {
         let geo = (n, c, s, out_shape);
-        return cross_entropy_cuda(input, target, weight, reduction, ignore_index, label_smoothing, geo);
+        return cross_entropy_cuda(
+            input,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            label_smoothing,
+            geo,
+        );
     }
     let w = match weight {
         None => None,
@@ -422,18 +430,16 @@ fn cross_entropy_cuda(
                 let Some(g) = &grads[0] else {
                     return Ok(vec![None]);
                 };
+                let g = &g.to_device(dev)?;
                 let x = cuda_rows(sx.get()?, n, c, s)?;
                 // Per-row gradient scale, in the input's dtype.
                 let grad_rows = match reduction {
                     Reduction::None => nn::contig(g, dt)?.reshape_contiguous(&[rows]),
                     Reduction::Sum | Reduction::Mean => {
                         let g0 = match &total_w {
-                            Some(tw) => cu::binary(
-                                &cu::cast(g, ad)?,
-                                tw,
-                                crate::tensor::BinaryOp::Div,
-                                ad,
-                            )?,
+                            Some(tw) => {
+                                cu::binary(&cu::cast(g, ad)?, tw, crate::tensor::BinaryOp::Div, ad)?
+                            }
                             None => g.clone(),
                         };
                         let mut l = g0.layout().clone();

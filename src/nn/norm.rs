@@ -1235,8 +1235,7 @@ fn batch_norm_forward_cuda(
             // place: the tensors themselves when they are such, else copies written back.
             let rm = running_mean.map(|r| nn::contig(r, cd)).transpose()?;
             let rv = running_var.map(|r| nn::contig(r, cd)).transpose()?;
-            let stats =
-                nn::batch_norm_stats(&x, n, c, s, eps, rm.as_ref(), rv.as_ref(), momentum)?;
+            let stats = nn::batch_norm_stats(&x, n, c, s, eps, rm.as_ref(), rv.as_ref(), momentum)?;
             for (orig, tmp) in [(running_mean, &rm), (running_var, &rv)] {
                 if let (Some(orig), Some(tmp)) = (orig, tmp) {
                     if tmp.same_tensor(orig) {
