@@ -1102,7 +1102,11 @@ fn cuda_window(geo: Geo, win: &Win) -> crate::cuda::nn_ops::Window2d {
 /// An adaptive pool on CUDA: only when every bin has the same size (input divisible by the
 /// output), where it is a plain pool with kernel = stride = input / output.
 fn cuda_adaptive_window(op: &str, geo: Geo) -> Result<Win> {
-    if geo.oh == 0 || geo.ow == 0 || geo.ih % geo.oh != 0 || geo.iw % geo.ow != 0 {
+    if geo.oh == 0
+        || geo.ow == 0
+        || !geo.ih.is_multiple_of(geo.oh)
+        || !geo.iw.is_multiple_of(geo.ow)
+    {
         return Err(Error::Runtime(format!(
             "{op} on CUDA tensors is only implemented when the input size is divisible by the output size, got input {}x{} and output {}x{}; move the tensor to the CPU with .cpu()",
             geo.ih, geo.iw, geo.oh, geo.ow
