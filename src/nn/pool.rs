@@ -991,12 +991,14 @@ pub fn adaptive_avg_pool2d(input: &Tensor, output_size: [i64; 2]) -> Result<Tens
     float_compute_dtype("adaptive_avg_pool2d", input)?;
     let (geo, shape) = adaptive_geometry("adaptive_avg_pool2d", input, output_size)?;
     if input.device().is_cuda() {
-        let win = cuda_adaptive_window("adaptive_avg_pool2d", geo)?;
         let names = (
             "AdaptiveAvgPool2DBackward0",
             "AdaptiveAvgPool2DBackwardBackward0",
         );
-        return cuda_avg_pool(names, input, geo, &win, &shape, true, None);
+        return match cuda_adaptive_window("adaptive_avg_pool2d", geo) {
+            Ok(win) => cuda_avg_pool(names, input, geo, &win, &shape, true, None),
+            Err(_) => cuda_adaptive_avg_matmul(names, input, geo, &shape),
+        };
     }
     let fwd = lin_map!(shape, |x: T| adaptive_avg_fwd::<T>(x, geo));
     let bwd = lin_map!(input.shape().to_vec(), |g: T| adaptive_avg_bwd::<T>(g, geo));
@@ -1161,6 +1163,49 @@ fn cuda_max_pool(
         );
     }
     Ok((out, idx))
+}
+
+/// `(osz, isz)` matrix averaging each adaptive bin (PyTorch's bins), in `dt` on `device`.
+fn adaptive_matrix(isz: usize, osz: usize, dt: DType, device: crate::Device) -> Result<Tensor> {
+    let mut v = vec![0.0f64; osz * isz];
+    for (o, (s, e)) in adaptive_bins(isz, osz).into_iter().enumerate() {
+        for i in s..e {
+            v[o * isz + i] = 1.0 / (e - s) as f64;
+        }
+    }
+    Tensor::from_vec(v, &[osz, isz])?
+        .to_dtype(dt)
+        .to_device(device)
+}
+
+/// Adaptive average pooling of a CUDA tensor when the bins differ in size: the pool is
+/// separable, `y[p] = A_h @ x[p] @ A_w^T` with bin-averaging matrices, and its adjoint
+/// `A_h^T @ g[p] @ A_w` (batched cuBLAS products).
+fn cuda_adaptive_avg_matmul(
+    names: (&'static str, &'static str),
+    input: &Tensor,
+    geo: Geo,
+    shape: &[usize],
+) -> Result<Tensor> {
+    use crate::cuda::nn_ops as nn;
+    use crate::cuda::ops::matmul;
+    let dt = input.dtype();
+    let ah = adaptive_matrix(geo.ih, geo.oh, dt, input.device())?;
+    let aw = adaptive_matrix(geo.iw, geo.ow, dt, input.device())?;
+    let tr = |t: &Tensor| t.with_layout(t.layout().transpose(0, 1));
+    let (aht, awt) = (tr(&ah), tr(&aw));
+    let (out_shape, in_shape) = (shape.to_vec(), input.shape().to_vec());
+    let fwd: LinFn = Arc::new(move |t: &Tensor| {
+        let x = nn::contig(t, t.dtype())?.reshape_contiguous(&[geo.planes, geo.ih, geo.iw]);
+        let y = matmul(&matmul(&ah, &x)?, &awt)?;
+        Ok(y.reshape_contiguous(&out_shape))
+    });
+    let bwd: LinFn = Arc::new(move |g: &Tensor| {
+        let gy = nn::contig(g, g.dtype())?.reshape_contiguous(&[geo.planes, geo.oh, geo.ow]);
+        let gx = matmul(&matmul(&aht, &gy)?, &aw)?;
+        Ok(gx.reshape_contiguous(&in_shape))
+    });
+    apply_linear(names.0, &fwd, names.1, &bwd, input)
 }
 
 /// Average pool of a CUDA tensor through [`apply_linear`] (forward and adjoint kernels).

@@ -309,8 +309,12 @@ def test_adaptive_pools(dtype):
     compare(lambda a: F.adaptive_avg_pool2d(a, 1), [x], dtype)
     compare(lambda a: F.adaptive_max_pool2d(a, (2, 3)), [x], dtype)
     compare(lambda a: torch.nn.AdaptiveAvgPool2d((1, 1))(a.transpose(2, 3)), [x], dtype)
+    # bins of different sizes (separable averaging matrices)
+    compare(lambda a: F.adaptive_avg_pool2d(a, (3, 4)), [x], dtype)
+    compare(lambda a: F.adaptive_avg_pool2d(a[0], (5, 7)), [x], dtype)
+    compare(lambda a: F.adaptive_avg_pool1d(a[:, 0], 4), [x], dtype)
     with pytest.raises(RuntimeError, match="divisible"):
-        F.adaptive_avg_pool2d(x.cuda(), (3, 4))
+        F.adaptive_max_pool2d(x.cuda(), (3, 4))
 
 
 # ----------------------------------------------------------------------------- normalisation
