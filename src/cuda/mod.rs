@@ -19,6 +19,8 @@ mod driver;
 #[cfg(feature = "cuda")]
 mod launch;
 #[cfg(feature = "cuda")]
+pub(crate) mod nn_ops;
+#[cfg(feature = "cuda")]
 pub(crate) mod ops;
 #[cfg(feature = "cuda")]
 mod storage;
@@ -46,6 +48,9 @@ pub fn allow_tf32() -> bool {
 
 #[cfg(not(feature = "cuda"))]
 mod disabled;
+#[cfg(not(feature = "cuda"))]
+#[path = "disabled_nn_ops.rs"]
+pub(crate) mod nn_ops;
 #[cfg(not(feature = "cuda"))]
 #[path = "disabled_ops.rs"]
 pub(crate) mod ops;

@@ -1060,6 +1060,9 @@ fn backward_dispatch(
     weight: &Tensor,
     need: [bool; 3],
 ) -> Result<[Option<Tensor>; 3]> {
+    if input.device().is_cuda() {
+        return cuda_backward(geom, transposed, grad, input, weight, need);
+    }
     let cd = input.dtype().compute_dtype();
     crate::with_float_dtype!(
         cd,
@@ -1087,8 +1090,20 @@ pub fn convolution(
         )));
     }
     let p = plan(input, weight, bias, params, transposed, nd)?;
+    for t in [Some(weight), bias].into_iter().flatten() {
+        if t.device() != input.device() {
+            return Err(Error::DeviceMismatch {
+                op: "convolution",
+                lhs: input.device(),
+                rhs: t.device(),
+            });
+        }
+    }
     let cd = input.dtype().compute_dtype();
     let out = crate::no_grad(|| {
+        if input.device().is_cuda() {
+            return cuda_forward(&p, transposed, input, weight, bias);
+        }
         crate::with_float_dtype!(
             cd,
             T,
@@ -1143,6 +1158,103 @@ pub fn convolution(
         );
     }
     Ok(out)
+}
+
+// ------------------------------------------------------------------------------ CUDA
+
+/// The geometry as the CUDA launchers take it (`crate::cuda::nn_ops::ConvGeom`).
+fn cuda_geom(g: &Geom) -> crate::cuda::nn_ops::ConvGeom {
+    let i = |v: usize| v as i64;
+    crate::cuda::nn_ops::ConvGeom {
+        win: crate::cuda::nn_ops::Window2d {
+            n: i(g.n),
+            c: i(g.c),
+            h: i(g.h),
+            w: i(g.w),
+            kh: i(g.kh),
+            kw: i(g.kw),
+            sh: i(g.sh),
+            sw: i(g.sw),
+            ph: i(g.ph),
+            pw: i(g.pw),
+            dh: i(g.dh),
+            dw: i(g.dw),
+            oh: i(g.oh),
+            ow: i(g.ow),
+        },
+        o: g.o,
+        groups: g.groups,
+    }
+}
+
+/// Forward on CUDA tensors: im2col / col2im kernels and cuBLAS (in the input's dtype).
+fn cuda_forward(
+    p: &Plan,
+    transposed: bool,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+) -> Result<Tensor> {
+    use crate::cuda::nn_ops as nn;
+    let dt = input.dtype();
+    let g = cuda_geom(&p.geom);
+    let x = nn::contig(input, dt)?;
+    let w = nn::contig(weight, dt)?;
+    let b = bias.map(|b| nn::contig(b, dt)).transpose()?;
+    let out = if transposed {
+        nn::conv_big_from_small(&g, &x, &w, b.as_ref())?
+    } else {
+        nn::conv_small_from_big(&g, &x, &w, b.as_ref())?
+    };
+    Ok(out.reshape_contiguous(&p.out_shape))
+}
+
+/// [`backward_typed`] on CUDA tensors.
+fn cuda_backward(
+    geom: &Geom,
+    transposed: bool,
+    grad: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    need: [bool; 3],
+) -> Result<[Option<Tensor>; 3]> {
+    use crate::cuda::nn_ops as nn;
+    let dt = input.dtype();
+    let g = cuda_geom(geom);
+    let gy = nn::contig(grad, dt)?;
+    let gi = if need[0] {
+        let w = nn::contig(weight, dt)?;
+        let v = if transposed {
+            nn::conv_small_from_big(&g, &gy, &w, None)?
+        } else {
+            nn::conv_big_from_small(&g, &gy, &w, None)?
+        };
+        Some(v.reshape_contiguous(input.shape()))
+    } else {
+        None
+    };
+    let gw = if need[1] {
+        let x = nn::contig(input, dt)?;
+        let v = if transposed {
+            nn::conv_weight_from_both(&g, &gy, &x)?
+        } else {
+            nn::conv_weight_from_both(&g, &x, &gy)?
+        };
+        Some(v.reshape_contiguous(weight.shape()))
+    } else {
+        None
+    };
+    let gb = if need[2] {
+        let (ch, sp) = if transposed {
+            (geom.c, geom.hw())
+        } else {
+            (geom.o, geom.ohw())
+        };
+        Some(nn::channel_sums(&gy, geom.n, ch, sp)?)
+    } else {
+        None
+    };
+    Ok([gi, gw, gb])
 }
 
 #[cfg(test)]

@@ -203,6 +203,18 @@ pub fn cross_entropy(
         )));
     }
     let (n, c, s, out_shape) = geometry(input, target)?;
+    if input.device().is_cuda() {
+        let geo = (n, c, s, out_shape);
+        return cross_entropy_cuda(
+            input,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            label_smoothing,
+            geo,
+        );
+    }
     let w = match weight {
         None => None,
         Some(w) => {
@@ -300,6 +312,152 @@ pub fn cross_entropy(
                     unreachable!()
                 );
                 Ok(vec![Some(gi.to_dtype(xin.dtype()))])
+            }),
+        );
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------------------- CUDA
+
+/// The logits of `input` (`(N, C, S)` in memory) as contiguous `(N*S, C)` rows (class dim
+/// last, as the CUDA kernels take them), in `input`'s dtype.
+fn cuda_rows(input: &Tensor, n: usize, c: usize, s: usize) -> Result<Tensor> {
+    use crate::cuda::nn_ops as nn;
+    let x = nn::contig(input, input.dtype())?;
+    if s == 1 {
+        return Ok(x.reshape_contiguous(&[n, c]));
+    }
+    let x3 = x.reshape_contiguous(&[n, c, s]);
+    let mut l = x3.layout().clone();
+    l.shape = smallvec::smallvec![n, s, c];
+    l.strides = smallvec::smallvec![c * s, 1, s];
+    let rows = nn::contig(&x3.with_layout(l), input.dtype())?;
+    Ok(rows.reshape_contiguous(&[n * s, c]))
+}
+
+/// The inverse of [`cuda_rows`]: `(N*S, C)` rows back to `shape` (`(N, C, *)` or `(C,)`).
+fn cuda_unrows(rows: &Tensor, n: usize, c: usize, s: usize, shape: &[usize]) -> Result<Tensor> {
+    if s == 1 {
+        return Ok(rows.reshape_contiguous(shape));
+    }
+    let r3 = rows.reshape_contiguous(&[n, s, c]);
+    let mut l = r3.layout().clone();
+    l.shape = smallvec::smallvec![n, c, s];
+    l.strides = smallvec::smallvec![s * c, 1, c];
+    let t = crate::cuda::nn_ops::contig(&r3.with_layout(l), rows.dtype())?;
+    Ok(t.reshape_contiguous(shape))
+}
+
+/// [`cross_entropy`] on a CUDA input: the fused kernels of nn.cu (`cross_entropy_fwd/bwd`),
+/// same validation, reductions and node (`CrossEntropyLossBackward0`) as on the CPU.
+fn cross_entropy_cuda(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+    ignore_index: i64,
+    label_smoothing: f64,
+    (n, c, s, out_shape): (usize, usize, usize, Vec<usize>),
+) -> Result<Tensor> {
+    use crate::cuda::nn_ops as nn;
+    use crate::cuda::ops as cu;
+    let dev = input.device();
+    for t in [Some(target), weight].into_iter().flatten() {
+        if t.device() != dev {
+            return Err(Error::DeviceMismatch {
+                op: "cross_entropy",
+                lhs: dev,
+                rhs: t.device(),
+            });
+        }
+    }
+    let dt = input.dtype();
+    let ad = nn::acc_dtype(dt);
+    let w = match weight {
+        None => None,
+        Some(w) => {
+            if w.numel() != c || w.ndim() != 1 {
+                return Err(Error::Runtime(format!(
+                    "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                    w.shape()
+                )));
+            }
+            Some(nn::contig(w, dt)?)
+        }
+    };
+    let rows = n * s;
+    if rows > 0 && c == 0 {
+        return Err(Error::Runtime("cross_entropy: input has 0 classes".into()));
+    }
+    let t = nn::contig(target, crate::DType::I64)?.reshape_contiguous(&[rows]);
+    if nn::count_bad_targets(&t, c, ignore_index)? > 0 {
+        let tv = t.to_vec::<i64>()?;
+        let bad = tv
+            .iter()
+            .find(|&&v| v != ignore_index && (v < 0 || v as usize >= c))
+            .copied()
+            .unwrap_or(-1);
+        return Err(Error::Index(format!("Target {bad} is out of bounds.")));
+    }
+    let x = cuda_rows(input, n, c, s)?;
+    let (loss, row_weight, lse) =
+        nn::cross_entropy_fwd(&x, &t, w.as_ref(), ignore_index, label_smoothing)?;
+    drop(x);
+    let sum_all = |v: &Tensor| cu::reduce(v, &[true], false, cu::Reduction::Sum);
+    let total_w = match reduction {
+        Reduction::Mean => Some(sum_all(&row_weight)?),
+        _ => None,
+    };
+    let out = match reduction {
+        Reduction::None => loss.reshape_contiguous(&out_shape),
+        Reduction::Sum => sum_all(&loss)?,
+        Reduction::Mean => {
+            let tw = total_w.as_ref().expect("computed for mean");
+            cu::binary(&sum_all(&loss)?, tw, crate::tensor::BinaryOp::Div, ad)?
+        }
+    };
+    let out = cu::cast(&out, dt)?;
+    if needs_grad(&[input]) {
+        const NAME: &str = "CrossEntropyLossBackward0";
+        let sx = SavedTensor::new(input, NAME);
+        let in_shape = input.shape().to_vec();
+        record(
+            NAME,
+            &[input],
+            &[&out],
+            Box::new(move |grads| {
+                let Some(g) = &grads[0] else {
+                    return Ok(vec![None]);
+                };
+                let g = &g.to_device(dev)?;
+                let x = cuda_rows(sx.get()?, n, c, s)?;
+                // Per-row gradient scale, in the input's dtype.
+                let grad_rows = match reduction {
+                    Reduction::None => nn::contig(g, dt)?.reshape_contiguous(&[rows]),
+                    Reduction::Sum | Reduction::Mean => {
+                        let g0 = match &total_w {
+                            Some(tw) => {
+                                cu::binary(&cu::cast(g, ad)?, tw, crate::tensor::BinaryOp::Div, ad)?
+                            }
+                            None => g.clone(),
+                        };
+                        let mut l = g0.layout().clone();
+                        l.shape = smallvec::smallvec![rows];
+                        l.strides = smallvec::smallvec![0];
+                        nn::contig(&g0.with_layout(l), dt)?
+                    }
+                };
+                let gx = nn::cross_entropy_bwd(
+                    &x,
+                    &t,
+                    w.as_ref(),
+                    &lse,
+                    &grad_rows,
+                    ignore_index,
+                    label_smoothing,
+                )?;
+                Ok(vec![Some(cuda_unrows(&gx, n, c, s, &in_shape)?)])
             }),
         );
     }

@@ -319,6 +319,18 @@ fn batch_norm_forward(
         )));
     }
     let (n, c, s) = ncs(input.shape());
+    if input.device().is_cuda() {
+        return batch_norm_forward_cuda(
+            input,
+            running_mean,
+            running_var,
+            weight,
+            bias,
+            training,
+            momentum,
+            eps,
+        );
+    }
     let per_channel = |name: &'static str| {
         move |t: &Tensor| {
             Error::Runtime(format!(
@@ -438,6 +450,9 @@ pub fn batch_norm_backward(
     need: [bool; 3],
 ) -> Result<NormGrads> {
     let cd = compute_dtype("batch_norm_backward", input)?;
+    if input.device().is_cuda() {
+        return batch_norm_backward_cuda(grad_out, input, weight, mean, rstd, training, need);
+    }
     let (n, c, s) = ncs(input.shape());
     let x = input.to_dtype(cd).contiguous();
     let g = grad_out.to_dtype(cd).contiguous();
@@ -889,6 +904,9 @@ fn rows_forward_op(
 ) -> Result<NormOutput> {
     let cd = compute_dtype(op, input)?;
     let (m, k) = rows_of(input, normalized_shape)?;
+    if input.device().is_cuda() {
+        return rows_forward_cuda(op, input, normalized_shape, weight, bias, eps, rms, (m, k));
+    }
     let w = check_affine_shape(weight, "weight", normalized_shape)?;
     let b = check_affine_shape(bias, "bias", normalized_shape)?;
     let x = input.to_dtype(cd).contiguous();
@@ -944,6 +962,10 @@ fn rows_backward_op(
 ) -> Result<NormGrads> {
     let cd = compute_dtype("layer_norm_backward", input)?;
     let (_, k) = rows_of(input, normalized_shape)?;
+    if input.device().is_cuda() {
+        let cuda_args = (weight, mean, rstd, rms, need);
+        return rows_backward_cuda(grad_out, input, normalized_shape, cuda_args);
+    }
     let x = input.to_dtype(cd).contiguous();
     let g = grad_out.to_dtype(cd).contiguous();
     let mean = mean.to_f64_vec();
@@ -1115,6 +1137,271 @@ fn record_rows(
             Ok(node_grads(has_w, has_b, gr))
         }),
     );
+}
+
+// ---------------------------------------------------------------------------- CUDA
+
+/// Every given tensor must be on `input`'s device.
+fn check_same_device(op: &'static str, input: &Tensor, others: &[Option<&Tensor>]) -> Result<()> {
+    for t in others.iter().flatten() {
+        if t.device() != input.device() {
+            return Err(Error::DeviceMismatch {
+                op,
+                lhs: input.device(),
+                rhs: t.device(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A per-channel / per-feature parameter's shape and dtype checks (as [`param_values`]
+/// does, without copying the values to the host).
+fn check_param(p: Option<&Tensor>, numel: usize, err: impl Fn(&Tensor) -> Error) -> Result<()> {
+    if let Some(t) = p {
+        if t.numel() != numel {
+            return Err(err(t));
+        }
+        if !t.dtype().is_floating_point() {
+            return Err(Error::Runtime(format!(
+                "expected scalar type Float but found {}",
+                t.dtype().torch_name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// [`batch_norm_forward`] on CUDA tensors (nn.cu's `batch_norm_stats` / `batch_norm_apply`),
+/// computed in the compute dtype (f32 for f16/bf16 inputs) like the CPU kernels.
+#[allow(clippy::too_many_arguments)]
+fn batch_norm_forward_cuda(
+    input: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<NormOutput> {
+    use crate::cuda::nn_ops as nn;
+    use crate::cuda::ops as cu;
+    let cd = compute_dtype("batch_norm", input)?;
+    let dt = input.dtype();
+    let (n, c, s) = ncs(input.shape());
+    check_same_device(
+        "batch_norm",
+        input,
+        &[weight, bias, running_mean, running_var],
+    )?;
+    let per_channel = |name: &'static str| {
+        move |t: &Tensor| {
+            Error::Runtime(format!(
+                "{name} should contain {c} elements not {}",
+                t.numel()
+            ))
+        }
+    };
+    check_param(weight, c, per_channel("weight"))?;
+    check_param(bias, c, per_channel("bias"))?;
+    if let Some(r) = running_mean {
+        check_running("running_mean", r, c)?;
+    }
+    if let Some(r) = running_var {
+        check_running("running_var", r, c)?;
+    }
+    if !training && (running_mean.is_none() || running_var.is_none()) {
+        return Err(Error::Runtime(
+            "running_mean and running_var must be defined in evaluation mode".into(),
+        ));
+    }
+    let count = n * s;
+    if training && count == 1 {
+        return Err(Error::Value(format!(
+            "Expected more than 1 value per channel when training, got input size {}",
+            shape_str(input.shape())
+        )));
+    }
+    let x = nn::contig(input, cd)?;
+    let w = weight.map(|w| nn::contig(w, cd)).transpose()?;
+    let b = bias.map(|b| nn::contig(b, cd)).transpose()?;
+    let (mean, rstd) = if training {
+        if count == 0 {
+            let z = || cu::full_on(&x, &[c], crate::Scalar::Int(0), cd);
+            (z()?, z()?)
+        } else {
+            // The kernel updates contiguous running statistics of the compute dtype in
+            // place: the tensors themselves when they are such, else copies written back.
+            let rm = running_mean.map(|r| nn::contig(r, cd)).transpose()?;
+            let rv = running_var.map(|r| nn::contig(r, cd)).transpose()?;
+            let stats = nn::batch_norm_stats(&x, n, c, s, eps, rm.as_ref(), rv.as_ref(), momentum)?;
+            for (orig, tmp) in [(running_mean, &rm), (running_var, &rv)] {
+                if let (Some(orig), Some(tmp)) = (orig, tmp) {
+                    if tmp.same_tensor(orig) {
+                        orig.storage().bump_version();
+                    } else {
+                        orig.copy_raw(tmp)?;
+                    }
+                }
+            }
+            stats
+        }
+    } else {
+        let (Some(rm), Some(rv)) = (running_mean, running_var) else {
+            unreachable!("checked above")
+        };
+        let mean = cu::clone(&cu::cast(rm, cd)?)?;
+        let e = Tensor::scalar(crate::Scalar::Float(eps), cd);
+        let var_eps = cu::binary(&cu::cast(rv, cd)?, &e, crate::tensor::BinaryOp::Add, cd)?;
+        let rstd = cu::unary(&var_eps, crate::tensor::UnaryOp::Rsqrt)?;
+        (mean, rstd)
+    };
+    let y = nn::batch_norm_apply(&x, &mean, &rstd, w.as_ref(), b.as_ref(), n, c, s)?;
+    Ok(NormOutput {
+        output: cu::cast(&y, dt)?,
+        mean,
+        rstd,
+    })
+}
+
+/// [`batch_norm_backward`] on CUDA tensors.
+fn batch_norm_backward_cuda(
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    mean: &Tensor,
+    rstd: &Tensor,
+    training: bool,
+    need: [bool; 3],
+) -> Result<NormGrads> {
+    use crate::cuda::nn_ops as nn;
+    use crate::cuda::ops as cu;
+    let cd = compute_dtype("batch_norm_backward", input)?;
+    let (n, c, s) = ncs(input.shape());
+    let x = nn::contig(input, cd)?;
+    let g = nn::contig(grad_out, cd)?;
+    let w = weight.map(|w| nn::contig(w, cd)).transpose()?;
+    let mean = nn::contig(mean, cd)?;
+    let rstd = nn::contig(rstd, cd)?;
+    let [gx, gw, gb] = if training {
+        nn::batch_norm_bwd(&x, &g, &mean, &rstd, w.as_ref(), need, n, c, s)?
+    } else {
+        // Evaluation: the statistics are constants, dx = dy * rstd * weight.
+        let gx = if need[0] {
+            let zero = cu::full_on(&x, &[c], crate::Scalar::Int(0), cd)?;
+            Some(nn::batch_norm_apply(
+                &g,
+                &zero,
+                &rstd,
+                w.as_ref(),
+                None,
+                n,
+                c,
+                s,
+            )?)
+        } else {
+            None
+        };
+        let need_p = [false, need[1], need[2]];
+        let [_, gw, gb] = nn::batch_norm_bwd(&x, &g, &mean, &rstd, w.as_ref(), need_p, n, c, s)?;
+        [gx, gw, gb]
+    };
+    let wdt = weight.map_or(input.dtype(), |w| w.dtype());
+    let dx = gx.map(|t| cu::cast(&t, input.dtype())).transpose()?;
+    let dw = match gw {
+        Some(t) => {
+            let shape = weight.map_or(vec![c], |w| w.shape().to_vec());
+            Some(cu::cast(&t, wdt)?.reshape_contiguous(&shape))
+        }
+        None => None,
+    };
+    let db = gb.map(|t| cu::cast(&t, wdt)).transpose()?;
+    Ok((dx, dw, db))
+}
+
+/// [`rows_forward_op`] on CUDA tensors: layer norm through nn.cu's `layer_norm_fwd`, in the
+/// input's dtype (statistics in f32, or f64 for f64). RMS norm has no CUDA kernel yet.
+#[allow(clippy::too_many_arguments)]
+fn rows_forward_cuda(
+    op: &'static str,
+    input: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    rms: bool,
+    (m, k): (usize, usize),
+) -> Result<NormOutput> {
+    use crate::cuda::nn_ops as nn;
+    if rms {
+        return Err(Error::Runtime(format!(
+            "{op} is not implemented for CUDA tensors yet (got a {} tensor on {}); move it to the CPU with .cpu()",
+            input.dtype().torch_name(),
+            input.device()
+        )));
+    }
+    check_same_device(op, input, &[weight, bias])?;
+    for (p, name) in [(weight, "weight"), (bias, "bias")] {
+        if let Some(t) = p {
+            if t.shape() != normalized_shape {
+                return Err(Error::Runtime(format!(
+                    "Expected {name} to be of same shape as normalized_shape, but got {name} of shape {} and normalized_shape = {}",
+                    shape_str(t.shape()),
+                    shape_str(normalized_shape)
+                )));
+            }
+        }
+        check_param(p, k, |_| Error::Runtime("unreachable".into()))?;
+    }
+    let dt = input.dtype();
+    let x = nn::contig(input, dt)?;
+    let w = weight.map(|w| nn::contig(w, dt)).transpose()?;
+    let b = bias.map(|b| nn::contig(b, dt)).transpose()?;
+    let (y, mean, rstd) = nn::layer_norm_fwd(&x, w.as_ref(), b.as_ref(), m, k, eps)?;
+    let nd = normalized_shape.len();
+    let mut sshape = input.shape()[..input.ndim() - nd].to_vec();
+    sshape.extend(std::iter::repeat_n(1, nd));
+    Ok(NormOutput {
+        output: y.reshape_contiguous(input.shape()),
+        mean: mean.reshape_contiguous(&sshape),
+        rstd: rstd.reshape_contiguous(&sshape),
+    })
+}
+
+/// [`rows_backward_op`] on CUDA tensors (`layer_norm_bwd` and `layer_norm_bwd_params`).
+#[allow(clippy::type_complexity)]
+fn rows_backward_cuda(
+    grad_out: &Tensor,
+    input: &Tensor,
+    normalized_shape: &[usize],
+    (weight, mean, rstd, rms, need): (Option<&Tensor>, &Tensor, &Tensor, bool, [bool; 3]),
+) -> Result<NormGrads> {
+    use crate::cuda::nn_ops as nn;
+    use crate::cuda::ops as cu;
+    if rms {
+        return Err(Error::Runtime(
+            "rms_norm backward is not implemented for CUDA tensors yet".into(),
+        ));
+    }
+    let (m, k) = rows_of(input, normalized_shape)?;
+    let dt = input.dtype();
+    let ad = nn::acc_dtype(dt);
+    let x = nn::contig(input, dt)?;
+    let g = nn::contig(grad_out, dt)?;
+    let w = weight.map(|w| nn::contig(w, dt)).transpose()?;
+    let mean = nn::contig(mean, ad)?;
+    let rstd = nn::contig(rstd, ad)?;
+    let [gx, gw, gb] = nn::layer_norm_bwd(&x, &g, &mean, &rstd, w.as_ref(), need, m, k)?;
+    let wdt = weight.map_or(dt, |w| w.dtype());
+    let dx = gx.map(|t| t.reshape_contiguous(input.shape()));
+    let dw = gw
+        .map(|t| cu::cast(&t, wdt).map(|t| t.reshape_contiguous(normalized_shape)))
+        .transpose()?;
+    let db = gb
+        .map(|t| cu::cast(&t, wdt).map(|t| t.reshape_contiguous(normalized_shape)))
+        .transpose()?;
+    Ok((dx, dw, db))
 }
 
 #[cfg(test)]

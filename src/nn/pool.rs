@@ -757,6 +757,13 @@ pub fn max_pool2d_with_indices(input: &Tensor, p: &MaxPool2dParams) -> Result<(T
     };
     let cd = float_compute_dtype("max_pool2d", input)?;
     let (geo, shape) = window_geometry(input, &win, p.ceil_mode)?;
+    if input.device().is_cuda() {
+        let names = (
+            "MaxPool2DWithIndicesBackward0",
+            "MaxPool2DWithIndicesBackwardBackward0",
+        );
+        return cuda_max_pool(names, input, geo, &win, &shape);
+    }
     let dt = input.dtype();
     let (out, idx) = with_float_dtype!(
         cd,
@@ -905,6 +912,10 @@ pub fn avg_pool2d(input: &Tensor, p: &AvgPool2dParams) -> Result<Tensor> {
     float_compute_dtype("avg_pool2d", input)?;
     let (geo, shape) = window_geometry(input, &win, p.ceil_mode)?;
     let (cip, div) = (p.count_include_pad, p.divisor_override);
+    if input.device().is_cuda() {
+        let names = ("AvgPool2DBackward0", "AvgPool2DBackwardBackward0");
+        return cuda_avg_pool(names, input, geo, &win, &shape, cip, div);
+    }
     let fwd = lin_map!(shape, |x: T| avg_pool_fwd::<T>(x, geo, win, cip, div));
     let bwd = lin_map!(input.shape().to_vec(), |g: T| avg_pool_bwd::<T>(
         g, geo, win, cip, div
@@ -979,6 +990,16 @@ fn adaptive_geometry(op: &str, x: &Tensor, out: [i64; 2]) -> Result<(Geo, Vec<us
 pub fn adaptive_avg_pool2d(input: &Tensor, output_size: [i64; 2]) -> Result<Tensor> {
     float_compute_dtype("adaptive_avg_pool2d", input)?;
     let (geo, shape) = adaptive_geometry("adaptive_avg_pool2d", input, output_size)?;
+    if input.device().is_cuda() {
+        let names = (
+            "AdaptiveAvgPool2DBackward0",
+            "AdaptiveAvgPool2DBackwardBackward0",
+        );
+        return match cuda_adaptive_window("adaptive_avg_pool2d", geo) {
+            Ok(win) => cuda_avg_pool(names, input, geo, &win, &shape, true, None),
+            Err(_) => cuda_adaptive_avg_matmul(names, input, geo, &shape),
+        };
+    }
     let fwd = lin_map!(shape, |x: T| adaptive_avg_fwd::<T>(x, geo));
     let bwd = lin_map!(input.shape().to_vec(), |g: T| adaptive_avg_bwd::<T>(g, geo));
     apply_linear(
@@ -995,6 +1016,14 @@ pub fn adaptive_avg_pool2d(input: &Tensor, output_size: [i64; 2]) -> Result<Tens
 pub fn adaptive_max_pool2d(input: &Tensor, output_size: [i64; 2]) -> Result<(Tensor, Tensor)> {
     let cd = float_compute_dtype("adaptive_max_pool2d", input)?;
     let (geo, shape) = adaptive_geometry("adaptive_max_pool2d", input, output_size)?;
+    if input.device().is_cuda() {
+        let win = cuda_adaptive_window("adaptive_max_pool2d", geo)?;
+        let names = (
+            "AdaptiveMaxPool2DBackward0",
+            "AdaptiveMaxPool2DBackwardBackward0",
+        );
+        return cuda_max_pool(names, input, geo, &win, &shape);
+    }
     let dt = input.dtype();
     let (out, idx) = with_float_dtype!(
         cd,
@@ -1048,6 +1077,162 @@ pub fn adaptive_max_pool1d(input: &Tensor, output_size: i64) -> Result<(Tensor, 
     check_adaptive_1d("adaptive_max_pool1d", input, output_size)?;
     let (o, i) = adaptive_max_pool2d(&input.unsqueeze(-2)?, [1, output_size])?;
     Ok((o.squeeze(Some(&[-2]))?, i.squeeze(Some(&[-2]))?))
+}
+
+// ============================================================================ CUDA
+
+/// The pooling window of `geo`/`win` as the CUDA kernels take it (planes as the batch).
+fn cuda_window(geo: Geo, win: &Win) -> crate::cuda::nn_ops::Window2d {
+    crate::cuda::nn_ops::Window2d {
+        n: geo.planes as i64,
+        c: 1,
+        h: geo.ih as i64,
+        w: geo.iw as i64,
+        kh: win.k[0],
+        kw: win.k[1],
+        sh: win.s[0],
+        sw: win.s[1],
+        ph: win.p[0],
+        pw: win.p[1],
+        dh: win.d[0],
+        dw: win.d[1],
+        oh: geo.oh as i64,
+        ow: geo.ow as i64,
+    }
+}
+
+/// An adaptive pool on CUDA: only when every bin has the same size (input divisible by the
+/// output), where it is a plain pool with kernel = stride = input / output.
+fn cuda_adaptive_window(op: &str, geo: Geo) -> Result<Win> {
+    if geo.oh == 0
+        || geo.ow == 0
+        || !geo.ih.is_multiple_of(geo.oh)
+        || !geo.iw.is_multiple_of(geo.ow)
+    {
+        return Err(Error::Runtime(format!(
+            "{op} on CUDA tensors is only implemented when the input size is divisible by the output size, got input {}x{} and output {}x{}; move the tensor to the CPU with .cpu()",
+            geo.ih, geo.iw, geo.oh, geo.ow
+        )));
+    }
+    let (kh, kw) = ((geo.ih / geo.oh) as i64, (geo.iw / geo.ow) as i64);
+    Ok(Win {
+        k: [kh, kw],
+        s: [kh, kw],
+        p: [0, 0],
+        d: [1, 1],
+    })
+}
+
+/// Max pool of a CUDA tensor: values and indices, and the same node as on the CPU (its
+/// backward scatters with `max_pool2d_bwd`, its double backward gathers at the indices).
+fn cuda_max_pool(
+    names: (&'static str, &'static str),
+    input: &Tensor,
+    geo: Geo,
+    win: &Win,
+    shape: &[usize],
+) -> Result<(Tensor, Tensor)> {
+    use crate::cuda::nn_ops as nn;
+    let wd = cuda_window(geo, win);
+    let x = nn::contig(input, input.dtype())?;
+    let (o, i) = nn::max_pool2d_fwd(&x, &wd)?;
+    let (out, idx) = (o.reshape_contiguous(shape), i.reshape_contiguous(shape));
+    if needs_grad(&[input]) {
+        let (name, back_name) = names;
+        let (i1, i2) = (idx.clone(), idx.clone());
+        let out_shape = shape.to_vec();
+        let in_shape = input.shape().to_vec();
+        let planes = geo.planes;
+        let gather: LinFn = Arc::new(move |t: &Tensor| {
+            Ok(nn::gather_planes(t, &i1, planes)?.reshape_contiguous(&out_shape))
+        });
+        let scatter: LinFn = Arc::new(move |g: &Tensor| {
+            let gc = nn::contig(g, g.dtype())?;
+            Ok(nn::max_pool2d_bwd(&gc, &i2, &wd)?.reshape_contiguous(&in_shape))
+        });
+        record(
+            name,
+            &[input],
+            &[&out, &idx],
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(apply_linear(
+                    back_name, &scatter, name, &gather, g,
+                )?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+    }
+    Ok((out, idx))
+}
+
+/// `(osz, isz)` matrix averaging each adaptive bin (PyTorch's bins), in `dt` on `device`.
+fn adaptive_matrix(isz: usize, osz: usize, dt: DType, device: crate::Device) -> Result<Tensor> {
+    let mut v = vec![0.0f64; osz * isz];
+    for (o, (s, e)) in adaptive_bins(isz, osz).into_iter().enumerate() {
+        for i in s..e {
+            v[o * isz + i] = 1.0 / (e - s) as f64;
+        }
+    }
+    Tensor::from_vec(v, &[osz, isz])?
+        .to_dtype(dt)
+        .to_device(device)
+}
+
+/// Adaptive average pooling of a CUDA tensor when the bins differ in size: the pool is
+/// separable, `y[p] = A_h @ x[p] @ A_w^T` with bin-averaging matrices, and its adjoint
+/// `A_h^T @ g[p] @ A_w` (batched cuBLAS products).
+fn cuda_adaptive_avg_matmul(
+    names: (&'static str, &'static str),
+    input: &Tensor,
+    geo: Geo,
+    shape: &[usize],
+) -> Result<Tensor> {
+    use crate::cuda::nn_ops as nn;
+    use crate::cuda::ops::matmul;
+    let dt = input.dtype();
+    let ah = adaptive_matrix(geo.ih, geo.oh, dt, input.device())?;
+    let aw = adaptive_matrix(geo.iw, geo.ow, dt, input.device())?;
+    let tr = |t: &Tensor| t.with_layout(t.layout().transpose(0, 1));
+    let (aht, awt) = (tr(&ah), tr(&aw));
+    let (out_shape, in_shape) = (shape.to_vec(), input.shape().to_vec());
+    let fwd: LinFn = Arc::new(move |t: &Tensor| {
+        let x = nn::contig(t, t.dtype())?.reshape_contiguous(&[geo.planes, geo.ih, geo.iw]);
+        let y = matmul(&matmul(&ah, &x)?, &awt)?;
+        Ok(y.reshape_contiguous(&out_shape))
+    });
+    let bwd: LinFn = Arc::new(move |g: &Tensor| {
+        let gy = nn::contig(g, g.dtype())?.reshape_contiguous(&[geo.planes, geo.oh, geo.ow]);
+        let gx = matmul(&matmul(&aht, &gy)?, &aw)?;
+        Ok(gx.reshape_contiguous(&in_shape))
+    });
+    apply_linear(names.0, &fwd, names.1, &bwd, input)
+}
+
+/// Average pool of a CUDA tensor through [`apply_linear`] (forward and adjoint kernels).
+fn cuda_avg_pool(
+    names: (&'static str, &'static str),
+    input: &Tensor,
+    geo: Geo,
+    win: &Win,
+    shape: &[usize],
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    use crate::cuda::nn_ops as nn;
+    let wd = cuda_window(geo, win);
+    let out_shape = shape.to_vec();
+    let in_shape = input.shape().to_vec();
+    let fwd: LinFn = Arc::new(move |t: &Tensor| {
+        let x = nn::contig(t, t.dtype())?;
+        let y = nn::avg_pool2d_fwd(&x, &wd, count_include_pad, divisor_override)?;
+        Ok(y.reshape_contiguous(&out_shape))
+    });
+    let bwd: LinFn = Arc::new(move |g: &Tensor| {
+        let gc = nn::contig(g, g.dtype())?;
+        let gx = nn::avg_pool2d_bwd(&gc, &wd, count_include_pad, divisor_override)?;
+        Ok(gx.reshape_contiguous(&in_shape))
+    });
+    apply_linear(names.0, &fwd, names.1, &bwd, input)
 }
 
 // ============================================================================ resampling

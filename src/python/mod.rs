@@ -8,6 +8,7 @@ mod dlpack;
 mod linalg;
 mod misc_ops;
 mod nn_conv;
+mod nn_cuda;
 mod nn_linear;
 mod nn_norm;
 mod nn_pool;
@@ -106,6 +107,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     optim::register(m)?;
     cuda::register(m)?;
     nn_linear::register(m)?;
+    nn_cuda::register(m)?;
     Ok(())
 }
 

@@ -33,7 +33,7 @@ pub(crate) fn record_view(
 /// Gradient of a view that selects part of its input: zeros of the input's shape with the
 /// gradient written into the viewed part. Differentiable (its backward re-applies the view).
 pub fn embed_into_zeros(g: &Tensor, in_shape: &[usize], view_fn: ViewFn) -> Result<Tensor> {
-    let z = Tensor::zeros(in_shape, g.dtype());
+    let z = Tensor::full_on(g.device(), in_shape, crate::Scalar::Int(0), g.dtype())?;
     crate::no_grad(|| view_fn(&z)?.copy_raw(g))?;
     if needs_grad(&[g]) {
         let f = view_fn.clone();
@@ -72,6 +72,7 @@ fn record_pieces(name: &str, input: &Tensor, pieces: &[Tensor], d: usize, stacke
     }
     let shapes: Vec<Vec<usize>> = pieces.iter().map(|p| p.shape().to_vec()).collect();
     let dt = input.dtype();
+    let dev = input.device();
     let outs: Vec<&Tensor> = pieces.iter().collect();
     record(
         name,
@@ -87,7 +88,7 @@ fn record_pieces(name: &str, input: &Tensor, pieces: &[Tensor], d: usize, stacke
                 .map(|(g, s)| match g {
                     Some(g) if g.dtype() == dt => Ok(g.clone()),
                     Some(g) => g.cast(dt),
-                    None => Ok(Tensor::zeros(s, dt)),
+                    None => Tensor::full_on(dev, s, crate::Scalar::Int(0), dt),
                 })
                 .collect::<Result<_>>()?;
             let r = if stacked {

@@ -231,6 +231,9 @@ class _Embedding(Function):
     def backward(ctx, grad):
         (flat,) = ctx.saved_tensors
         g = grad.reshape(-1, grad.shape[-1])
+        if g.is_cuda:
+            pad = -1 if ctx.padding_idx is None else ctx.padding_idx
+            return _C._embedding_dense_backward(g, flat, ctx.num_weights, pad), None, None
         if ctx.padding_idx is not None:
             g = g * _float_mask(flat != ctx.padding_idx, g).unsqueeze(1)
         out = _C.zeros(ctx.num_weights, g.shape[1], dtype=g.dtype)
@@ -481,7 +484,7 @@ def _class_onehot(target, num_classes, class_dim, ndim, dtype):
     """One-hot of ``target`` laid out along ``class_dim`` of an ``ndim``-d input."""
     shape = [1] * ndim
     shape[class_dim] = num_classes
-    classes = _C.arange(num_classes).reshape(shape)
+    classes = _C.arange(num_classes, device=target.device).reshape(shape)
     return (target.unsqueeze(class_dim) == classes).to(dtype)
 
 
@@ -511,7 +514,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if target.numel():
         t_valid = _C.where(valid, target, _C.tensor(0, dtype=target.dtype))
         bad = (t_valid < 0).logical_or(t_valid >= num_classes)
-        if bool(bad.any().item()):
+        if int(bad.sum().item()) > 0:
             raise IndexError(f"Target {int(target.max().item())} is out of bounds.")
     onehot = _class_onehot(target, num_classes, class_dim, input.ndim, input.dtype)
     w = onehot * _float_mask(valid, input).unsqueeze(class_dim)
