@@ -120,6 +120,33 @@ pub fn gemm_batched(
     // reads them before returning (host pointer mode).
     unsafe {
         cublas::set_stream(handle, stream.cu_stream() as sys::cudaStream_t).map_err(blas_err)?;
+        if batch == 1 {
+            // A single product through cublasGemmEx, as PyTorch's mm does (as a strided batch
+            // of one, bf16 4096^2 ran at 0.89x PyTorch's rate on an H100).
+            cublas::gemm_ex(
+                handle,
+                op(b.transposed),
+                op(a.transposed),
+                n as i32,
+                m as i32,
+                k as i32,
+                alpha,
+                b.ptr as *const std::ffi::c_void,
+                data_type,
+                b.ld as i32,
+                a.ptr as *const std::ffi::c_void,
+                data_type,
+                a.ld as i32,
+                beta,
+                c_ptr as *mut std::ffi::c_void,
+                data_type,
+                n as i32,
+                compute,
+                sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+            .map_err(blas_err)?;
+            return Ok(());
+        }
         cublas::gemm_strided_batched_ex(
             handle,
             op(b.transposed),
