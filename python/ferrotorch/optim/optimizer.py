@@ -283,7 +283,8 @@ _FUSED_DTYPES = (_C.float32, _C.float64)
 def _fused_inputs(group):
     """The group's parameters that have gradients and those gradients, ready for a fused
     Rust step (one call updates the whole group), or ``None`` when the group needs the
-    generic tensor-op path: half precision, non-CPU tensors, ``differentiable=True`` or
+    generic tensor-op path: half precision on the CPU, parameters and gradients on different
+    devices, ``differentiable=True`` or
     ``fused=False``."""
     if group.get("differentiable") or group.get("fused") is False:
         return None
