@@ -58,6 +58,11 @@ pub(crate) mod optim_ops;
 #[cfg(not(feature = "cuda"))]
 #[path = "disabled_optim_ops.rs"]
 pub(crate) mod optim_ops;
+#[cfg(feature = "cuda")]
+pub(crate) mod random_ops;
+#[cfg(not(feature = "cuda"))]
+#[path = "disabled_random_ops.rs"]
+pub(crate) mod random_ops;
 
 /// Memory counters of one device, in bytes (PyTorch's `memory_allocated`,
 /// `max_memory_allocated`, `memory_reserved`).
