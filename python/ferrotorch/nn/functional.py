@@ -193,7 +193,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         out = input * 0.0
     else:
-        keep = _float_mask(_C.rand(*input.shape, dtype=input.dtype, device=input.device) >= p, input)
+        u = _C.rand(*input.shape, dtype=input.dtype, device=input.device)
+        keep = _float_mask(u >= p, input)
         out = input * keep * (1.0 / (1.0 - p))
     return input.copy_(out) if inplace else out
 
