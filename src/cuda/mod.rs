@@ -63,6 +63,16 @@ pub(crate) mod random_ops;
 #[cfg(not(feature = "cuda"))]
 #[path = "disabled_random_ops.rs"]
 pub(crate) mod random_ops;
+#[cfg(feature = "cuda")]
+pub(crate) mod reduce_ops;
+#[cfg(not(feature = "cuda"))]
+#[path = "disabled_reduce_ops.rs"]
+pub(crate) mod reduce_ops;
+#[cfg(feature = "cuda")]
+pub(crate) mod index_ops;
+#[cfg(not(feature = "cuda"))]
+#[path = "disabled_index_ops.rs"]
+pub(crate) mod index_ops;
 
 /// Memory counters of one device, in bytes (PyTorch's `memory_allocated`,
 /// `max_memory_allocated`, `memory_reserved`).

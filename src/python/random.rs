@@ -376,6 +376,10 @@ fn normal(
             if let Some(d) = opt_dtype(dtype)? {
                 t = t.to_dtype(d);
             }
+            // Tensor means/stds: the result stays on their device unless `device=` is given.
+            if device.is_none_or(|d| d.is_none()) {
+                return write_out(out, finish_on(t.clone(), t.device(), requires_grad)?);
+            }
             t
         }
     };
