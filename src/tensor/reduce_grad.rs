@@ -128,7 +128,7 @@ pub(crate) fn scatter_zeros(
     index: &Tensor,
     shape: &[usize],
 ) -> Result<Tensor> {
-    let z = Tensor::zeros(shape, src.dtype());
+    let z = Tensor::full_on(src.device(), shape, crate::Scalar::Int(0), src.dtype())?;
     no_grad(|| z.scatter_add_(d as i64, index, &src.contiguous()))?;
     if needs_grad(&[src]) {
         let index = index.clone();
