@@ -11,6 +11,7 @@
 use rayon::prelude::*;
 
 use crate::cpu::strided::{chunk_len, PAR_THRESHOLD};
+use crate::cuda::optim_ops as cuda_optim;
 use crate::dtype::{DType, Element, FloatElement};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -121,6 +122,20 @@ pub fn sgd_step(
     for (i, (p, g)) in params.iter().zip(grads).enumerate() {
         let bufs: Vec<&Tensor> = states.iter().map(|s| &s[i]).collect();
         let first = use_momentum && fresh[i];
+        if p.device().is_cuda() {
+            check_cuda("sgd", p, g, &bufs)?;
+            let a = cuda_optim::SgdArgs {
+                lr: o.lr,
+                momentum: o.momentum,
+                dampening: o.dampening,
+                weight_decay: o.weight_decay,
+                nesterov: o.nesterov,
+                maximize: o.maximize,
+                first_step: first,
+            };
+            cuda_optim::sgd_step(p, g, bufs.first().copied(), &a)?;
+            continue;
+        }
         with_param_dtype!(p, T, {
             update::<T>("sgd", p, g, &bufs, |p, g, s| {
                 let (lr, wd) = (T::from_f64(o.lr), T::from_f64(o.weight_decay));
@@ -163,6 +178,22 @@ pub fn adam_step(
         let bufs: Vec<&Tensor> = states.iter().map(|s| &s[i]).collect();
         let bias_correction1 = 1.0 - o.beta1.powf(steps[i]);
         let bias_correction2_sqrt = (1.0 - o.beta2.powf(steps[i])).sqrt();
+        if p.device().is_cuda() {
+            check_cuda("adam", p, g, &bufs)?;
+            let a = cuda_optim::AdamArgs {
+                lr: o.lr,
+                beta1: o.beta1,
+                beta2: o.beta2,
+                eps: o.eps,
+                weight_decay: o.weight_decay,
+                decoupled: o.decoupled,
+                maximize: o.maximize,
+                bias_correction1,
+                bias_correction2: 1.0 - o.beta2.powf(steps[i]),
+            };
+            cuda_optim::adam_step(p, g, bufs[0], bufs[1], bufs.get(2).copied(), &a)?;
+            continue;
+        }
         with_param_dtype!(p, T, {
             update::<T>("adam", p, g, &bufs, |p, g, s| {
                 let (b1, b2) = (T::from_f64(o.beta1), T::from_f64(o.beta2));
@@ -407,6 +438,59 @@ fn increment_steps(op: &str, steps: &[Tensor], n: usize) -> Result<Vec<f64>> {
             Ok(next)
         })
         .collect()
+}
+
+/// Checks of a fused step on CUDA: the parameter, its gradient and its state buffers are
+/// contiguous float tensors of one dtype, shape and device, and no writable buffer shares
+/// memory with another or with the gradient. Bumps the versions of the written tensors.
+fn check_cuda(op: &str, param: &Tensor, grad: &Tensor, states: &[&Tensor]) -> Result<()> {
+    if !param.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDType {
+            op: "fused optimizer step",
+            dtype: param.dtype(),
+        });
+    }
+    let all = std::iter::once(("the parameter", param))
+        .chain(std::iter::once(("the gradient", grad)))
+        .chain(states.iter().map(|s| ("a state buffer", *s)));
+    for (what, t) in all {
+        if t.device() != param.device() {
+            return Err(Error::Runtime(format!(
+                "{op}: {what} is on {} but its parameter is on {}; optimizer state must live on the parameter's device",
+                t.device(),
+                param.device()
+            )));
+        }
+        if t.dtype() != param.dtype() || t.shape() != param.shape() || !t.is_contiguous() {
+            return Err(Error::Runtime(format!(
+                "{op}: {what} must be a contiguous {} tensor of shape {:?} like its parameter, \
+                 got {} of shape {:?} (contiguous: {})",
+                param.dtype().torch_name(),
+                param.shape(),
+                t.dtype().torch_name(),
+                t.shape(),
+                t.is_contiguous()
+            )));
+        }
+    }
+    let writable: Vec<&Tensor> = std::iter::once(param)
+        .chain(states.iter().copied())
+        .collect();
+    for (i, a) in writable.iter().enumerate() {
+        if writable[i + 1..]
+            .iter()
+            .chain([&grad])
+            .any(|b| a.shares_storage(b))
+        {
+            return Err(Error::Runtime(format!(
+                "{op}: a parameter, its gradient and its optimizer state must not share memory"
+            )));
+        }
+    }
+    for t in writable {
+        t.storage().bump_version();
+    }
+    Ok(())
 }
 
 /// Checks that `t` can be rewritten as `numel` contiguous elements of type `T`.

@@ -12,7 +12,11 @@
 use crate::dtype::Category;
 use crate::layout::broadcast_shapes;
 use crate::tensor::creation::{checked_shape, try_filled};
-use crate::{with_dtype, BinaryOp, DType, Element, Error, Result, ResultType, Scalar, Tensor};
+use crate::cuda::random_ops::{self as cuda_random, Dist};
+use crate::{
+    with_dtype, BinaryOp, DType, Device, Element, Error, Result, ResultType, Scalar, Tensor,
+    UnaryOp,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1, StandardNormal};
@@ -149,6 +153,20 @@ fn key_of(gen: Option<&Generator>) -> Key {
     }
 }
 
+/// Samples of `dist` drawn on `cuda:ordinal` by random.cu's Philox kernels, keyed by the next
+/// key of `gen` (the same seed gives the same numbers, not the CPU stream's).
+fn sample_cuda(
+    ordinal: usize,
+    shape: &[i64],
+    dtype: DType,
+    dist: Dist,
+    gen: Option<&Generator>,
+) -> Result<Tensor> {
+    let dims = checked_shape(shape)?;
+    let k = key_of(gen);
+    cuda_random::sample(ordinal, &dims, dtype, dist, k.seed, k.offset)
+}
+
 /// Fill a fresh vector of `n` values, chunk `c` drawing from `key.rng(c)`.
 fn sample_vec<T: Element>(
     n: usize,
@@ -281,6 +299,58 @@ pub fn rand(shape: &[i64], dtype: DType, gen: Option<&Generator>) -> Result<Tens
     sample_f64(shape, dtype, key_of(gen), move |r| unit(r, bits))
 }
 
+/// `rand` drawn directly on `device` (on the GPU for CUDA).
+pub fn rand_on(
+    shape: &[i64],
+    dtype: DType,
+    device: Device,
+    gen: Option<&Generator>,
+) -> Result<Tensor> {
+    match device {
+        Device::Cpu => rand(shape, dtype, gen),
+        Device::Cuda(n) => {
+            require_float(dtype, "check_uniform_bounds")?;
+            let dist = Dist::Uniform {
+                low: 0.0,
+                high: 1.0,
+            };
+            sample_cuda(n, shape, dtype, dist, gen)
+        }
+    }
+}
+
+/// `randn` drawn directly on `device` (on the GPU for CUDA).
+pub fn randn_on(
+    shape: &[i64],
+    dtype: DType,
+    device: Device,
+    gen: Option<&Generator>,
+) -> Result<Tensor> {
+    match device {
+        Device::Cpu => randn(shape, dtype, gen),
+        _ => normal_on(0.0, 1.0, shape, dtype, device, gen),
+    }
+}
+
+/// `normal(mean, std, size)` drawn directly on `device` (on the GPU for CUDA).
+pub fn normal_on(
+    mean: f64,
+    std: f64,
+    shape: &[i64],
+    dtype: DType,
+    device: Device,
+    gen: Option<&Generator>,
+) -> Result<Tensor> {
+    match device {
+        Device::Cpu => normal(mean, std, shape, dtype, gen),
+        Device::Cuda(n) => {
+            require_float(dtype, "normal_kernel_cpu")?;
+            check_std(std)?;
+            sample_cuda(n, shape, dtype, Dist::Normal { mean, std }, gen)
+        }
+    }
+}
+
 /// Standard normal samples (`torch.randn`).
 pub fn randn(shape: &[i64], dtype: DType, gen: Option<&Generator>) -> Result<Tensor> {
     require_float(dtype, "normal_kernel_cpu")?;
@@ -399,9 +469,16 @@ pub fn normal_tensor(mean: &Param, std: &Param, gen: Option<&Generator>) -> Resu
         ));
     }
     let shape: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-    let z = sample_f64(&shape, DType::F64, key_of(gen), |r| {
-        StandardNormal.sample(r)
-    })?;
+    let cuda = [mean, std].into_iter().find_map(|p| match p {
+        Param::Tensor(t) if t.device().is_cuda() => Some(t.device()),
+        _ => None,
+    });
+    let z = match cuda {
+        Some(d) => normal_on(0.0, 1.0, &shape, DType::F64, d, gen)?,
+        None => sample_f64(&shape, DType::F64, key_of(gen), |r| {
+            StandardNormal.sample(r)
+        })?,
+    };
     Ok(z.binary(&s, BinaryOp::Mul)?
         .binary(&m, BinaryOp::Add)?
         .to_dtype(out))
@@ -410,7 +487,10 @@ pub fn normal_tensor(mean: &Param, std: &Param, gen: Option<&Generator>) -> Resu
 /// `torch.bernoulli(input)`: 1 with probability `input[i]` (float input), else 0; or, with
 /// `p`, probability `p` everywhere. The result has the input's shape and dtype.
 pub fn bernoulli(input: &Tensor, p: Option<f64>, gen: Option<&Generator>) -> Result<Tensor> {
-    let out = Tensor::full_checked(&shape_i64(input), Scalar::Int(0), input.dtype())?;
+    let out = match input.device() {
+        Device::Cpu => Tensor::full_checked(&shape_i64(input), Scalar::Int(0), input.dtype())?,
+        d => Tensor::full_on(d, input.shape(), Scalar::Int(0), input.dtype())?,
+    };
     match p {
         Some(p) => out.bernoulli_scalar_(p, gen)?,
         None => {
@@ -539,6 +619,39 @@ impl Tensor {
         self.copy_(&src)
     }
 
+    /// Overwrite this CUDA tensor with samples of `dist` drawn on its device.
+    fn fill_cuda(&self, dist: Dist, gen: Option<&Generator>) -> Result<()> {
+        let Device::Cuda(n) = self.device() else {
+            return Err(Error::Runtime("fill_cuda: expected a CUDA tensor".into()));
+        };
+        // Floats are drawn in their own dtype; Bernoulli draws 0/1 in any dtype.
+        let src = sample_cuda(n, &shape_i64(self), self.dtype(), dist, gen)?;
+        self.copy_(&src)
+    }
+
+    /// `bernoulli_(p)` on a CUDA tensor: probabilities checked on the host, draws on the GPU.
+    fn bernoulli_tensor_cuda_(&self, p: &Tensor, gen: Option<&Generator>) -> Result<()> {
+        let p = if p.device() == self.device() {
+            p.clone()
+        } else {
+            p.to_device(self.device())?.detach()
+        };
+        let pl = p.layout().broadcast_to("bernoulli_", self.shape())?;
+        let probs = p.with_layout(pl);
+        if probs.numel() > 0 {
+            let lo = probs.min_all_raw()?.item()?.to_f64();
+            let hi = probs.max_all_raw()?.item()?.to_f64();
+            if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) {
+                return Err(Error::Runtime(
+                    "Expected p_in >= 0 && p_in <= 1 to be true, but got false.".into(),
+                ));
+            }
+        }
+        let k = key_of(gen);
+        let bits = cuda_random::bernoulli_tensor(&probs, k.seed, k.offset)?;
+        self.copy_(&bits)
+    }
+
     /// `uniform_(from, to)`: uniform samples on `[from, to)`.
     pub fn uniform_(&self, from: f64, to: f64, gen: Option<&Generator>) -> Result<()> {
         require_float(self.dtype(), "check_uniform_bounds")?;
@@ -553,6 +666,13 @@ impl Tensor {
                 self.dtype().python_name()
             )));
         }
+        if self.device().is_cuda() {
+            let dist = Dist::Uniform {
+                low: from,
+                high: to,
+            };
+            return self.fill_cuda(dist, gen);
+        }
         let bits = digits(self.dtype());
         self.fill_random_f64(key_of(gen), move |r| from + (to - from) * unit(r, bits))
     }
@@ -561,6 +681,9 @@ impl Tensor {
     pub fn normal_(&self, mean: f64, std: f64, gen: Option<&Generator>) -> Result<()> {
         require_float(self.dtype(), "normal_kernel_cpu")?;
         check_std(std)?;
+        if self.device().is_cuda() {
+            return self.fill_cuda(Dist::Normal { mean, std }, gen);
+        }
         self.fill_random_f64(key_of(gen), move |r| {
             let z: f64 = StandardNormal.sample(r);
             mean + std * z
@@ -575,6 +698,10 @@ impl Tensor {
                 "log_normal_ expects std > 0.0, but found std={std}"
             )));
         }
+        if let Device::Cuda(n) = self.device() {
+            let z = sample_cuda(n, &shape_i64(self), self.dtype(), Dist::Normal { mean, std }, gen)?;
+            return self.copy_(&z.unary(UnaryOp::Exp)?);
+        }
         self.fill_random_f64(key_of(gen), move |r| {
             let z: f64 = StandardNormal.sample(r);
             (mean + std * z).exp()
@@ -588,6 +715,19 @@ impl Tensor {
             return Err(Error::Runtime(format!(
                 "exponential_ expects lambda > 0.0, but found lambda={lambd}"
             )));
+        }
+        if let Device::Cuda(n) = self.device() {
+            // -log(1 - u) / lambd with u uniform on [0, 1): 1 - u lies in (0, 1].
+            let dist = Dist::Uniform {
+                low: 0.0,
+                high: 1.0,
+            };
+            let u = sample_cuda(n, &shape_i64(self), self.dtype(), dist, gen)?;
+            let e = u
+                .binary_scalar(Scalar::Float(-1.0), BinaryOp::Mul, false)?
+                .unary(UnaryOp::Log1p)?
+                .binary_scalar(Scalar::Float(-1.0 / lambd), BinaryOp::Mul, false)?;
+            return self.copy_(&e);
         }
         self.fill_random_f64(key_of(gen), move |r| {
             let e: f64 = Exp1.sample(r);
@@ -628,11 +768,17 @@ impl Tensor {
                 "bernoulli_ expects p to be in [0, 1], but got p={p}"
             )));
         }
+        if self.device().is_cuda() {
+            return self.fill_cuda(Dist::Bernoulli { p }, gen);
+        }
         self.fill_random_f64(key_of(gen), move |r| (unit(r, 53) < p) as i64 as f64)
     }
 
     /// `bernoulli_(p)` with a tensor of probabilities broadcastable to `self`.
     pub fn bernoulli_tensor_(&self, p: &Tensor, gen: Option<&Generator>) -> Result<()> {
+        if self.device().is_cuda() {
+            return self.bernoulli_tensor_cuda_(p, gen);
+        }
         let pl = p.layout().broadcast_to("bernoulli_", self.shape())?;
         let probs = p.with_layout(pl).to_dtype(DType::F64).contiguous();
         let probs = probs.to_vec::<f64>()?;

@@ -262,6 +262,7 @@ fn default_grads(roots: &[Tensor], grads: Vec<Option<Tensor>>) -> Result<Vec<Ten
                 if r.numel() != 1 {
                     return Err(Error::Runtime("grad can be implicitly created only for scalar outputs".into()));
                 }
+                // On the root's device (a CPU 1 would not mix with CUDA gradients).
                 Tensor::full_on(r.device(), r.shape(), crate::Scalar::Int(1), r.dtype())
             }
         })

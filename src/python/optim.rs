@@ -199,12 +199,15 @@ fn _fused_adadelta_(
 
 /// The fused optimizers' input gathering in one call: for the parameters of a group, the
 /// ones that have a gradient and those gradients (made contiguous), or `None` when some
-/// parameter needs the generic tensor-op path (not a float32/float64 CPU tensor, a
-/// non-contiguous parameter, a gradient of another dtype or shape) or is not a tensor.
+/// parameter needs the generic tensor-op path (not a float32/float64 CPU tensor or a float
+/// CUDA tensor, a gradient on another device, a non-contiguous parameter, a gradient of another dtype or shape) or is not a tensor.
+/// With `cuda`, float CUDA parameters (any float dtype) are accepted too.
 #[pyfunction]
+#[pyo3(signature = (params, cuda=false))]
 #[allow(clippy::type_complexity)]
 fn _fused_grads<'py>(
     params: &Bound<'py, PyAny>,
+    cuda: bool,
 ) -> PyResult<Option<(Vec<Bound<'py, PyAny>>, Vec<PyTensor>)>> {
     use crate::{DType, Device};
     let mut ps = Vec::new();
@@ -217,10 +220,14 @@ fn _fused_grads<'py>(
         let g = {
             let p = &t.borrow().inner;
             let Some(g) = p.grad() else { continue };
-            if !matches!(p.dtype(), DType::F32 | DType::F64)
+            // CPU: float32/float64 kernels; CUDA (optim.cu): every float dtype.
+            let fused_dtype = match p.device() {
+                Device::Cpu => matches!(p.dtype(), DType::F32 | DType::F64),
+                Device::Cuda(_) => cuda && p.dtype().is_floating_point(),
+            };
+            if !fused_dtype
                 || g.dtype() != p.dtype()
-                || p.device() != Device::Cpu
-                || g.device() != Device::Cpu
+                || g.device() != p.device()
                 || !p.is_contiguous()
                 || g.shape() != p.shape()
             {

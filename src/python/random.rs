@@ -189,7 +189,7 @@ macro_rules! float_factory {
                 let shape = shape_from(args, size)?;
                 let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
                 let g = gen_of(&generator);
-                let t = run(py, numel_of(&shape), || $f(&shape, dtype, g.as_ref()))?;
+                let t = run(py, numel_of(&shape), || $f(&shape, dtype, target, g.as_ref()))?;
                 write_out(out, finish_on(t, target, requires_grad)?)
             }
         )*
@@ -197,8 +197,8 @@ macro_rules! float_factory {
 }
 
 float_factory! {
-    rand_fn, "rand" => random::rand;
-    randn_fn, "randn" => random::randn;
+    rand_fn, "rand" => random::rand_on;
+    randn_fn, "randn" => random::randn_on;
 }
 
 fn write_out(out: Obj<'_, '_>, t: PyTensor) -> PyResult<PyTensor> {
@@ -350,7 +350,7 @@ fn normal(
             let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
             let (mv, sv) = (*mv, *sv);
             run(py, numel_of(&shape), || {
-                random::normal(mv, sv, &shape, dtype, g.as_ref())
+                random::normal_on(mv, sv, &shape, dtype, target, g.as_ref())
             })?
         }
         (Param::Number(_), Param::Number(_), _) => {
@@ -375,6 +375,10 @@ fn normal(
             let mut t = run(py, n, || random::normal_tensor(&m, &s, g.as_ref()))?;
             if let Some(d) = opt_dtype(dtype)? {
                 t = t.to_dtype(d);
+            }
+            // Tensor means/stds: the result stays on their device unless `device=` is given.
+            if device.is_none_or(|d| d.is_none()) {
+                return write_out(out, finish_on(t.clone(), t.device(), requires_grad)?);
             }
             t
         }
@@ -405,7 +409,7 @@ macro_rules! like_factory {
                 let shape: Vec<i64> = t.shape().iter().map(|&s| s as i64).collect();
                 let dtype = opt_dtype(dtype)?.unwrap_or(t.dtype());
                 let g = gen_of(&generator);
-                let r = run(py, t.numel(), || $f(&shape, dtype, g.as_ref()))?;
+                let r = run(py, t.numel(), || $f(&shape, dtype, target, g.as_ref()))?;
                 finish_on(r, target, requires_grad)
             }
         )*
@@ -413,8 +417,8 @@ macro_rules! like_factory {
 }
 
 like_factory! {
-    rand_like => random::rand;
-    randn_like => random::randn;
+    rand_like => random::rand_on;
+    randn_like => random::randn_on;
 }
 
 /// `randint_like(input, high)` or `randint_like(input, low, high)`.

@@ -192,6 +192,31 @@ fn check_bounds(vals: &[i64], size: usize, wrap: bool, err: impl Fn(i64) -> Erro
     }
 }
 
+/// Element offsets (into the storage) that `plan` reads or writes, in row-major order.
+fn plan_offsets(plan: &Plan) -> Vec<usize> {
+    let mut out = Vec::with_capacity(plan.numel());
+    for &o in &plan.outer {
+        match &plan.inner {
+            Inner::Range { start, len } => out.extend(o + start..o + start + len),
+            Inner::List(l) => out.extend(l.iter().map(|&k| o + k)),
+        }
+    }
+    out
+}
+
+/// Index tuple entries with CUDA tensors brought to the host: a CUDA tensor is indexed with a
+/// plan computed on the CPU (as PyTorch, which synchronises for masks).
+fn host_indices(idx: &[TensorIndex]) -> Result<Vec<TensorIndex>> {
+    idx.iter()
+        .map(|i| match i {
+            TensorIndex::Tensor(t) if t.device().is_cuda() => {
+                Ok(TensorIndex::Tensor(crate::cuda::ops::download(t)?))
+            }
+            other => Ok(other.clone()),
+        })
+        .collect()
+}
+
 fn i64_tensor(v: Vec<i64>) -> Tensor {
     let n = v.len();
     Tensor::from_vec_unchecked(v, &[n])
@@ -436,11 +461,21 @@ impl Tensor {
 
     /// `self[idx]`: a view for basic indices, a copy when any advanced index is present.
     pub(crate) fn index_raw(&self, idx: &[TensorIndex]) -> Result<Tensor> {
+        let host;
+        let idx = if self.device().is_cuda() {
+            host = host_indices(idx)?;
+            &host[..]
+        } else {
+            idx
+        };
         let p = self.prepare_index(idx)?;
         if p.adv.is_empty() {
             return Ok(p.view);
         }
         let (plan, shape) = Self::advanced_plan(&p.view, p.adv)?;
+        if self.device().is_cuda() {
+            return crate::cuda::index_ops::gather_offsets(self, plan_offsets(&plan), &shape);
+        }
         Ok(with_dtype!(self.dtype(), T, {
             let src = self.storage_slice::<T>()?;
             Tensor::from_vec_unchecked(kern::gather(src, &plan), &shape)
@@ -465,6 +500,13 @@ impl Tensor {
                 return self.masked_fill_raw_(m, value.item()?);
             }
         }
+        let host;
+        let idx = if self.device().is_cuda() {
+            host = host_indices(idx)?;
+            &host[..]
+        } else {
+            idx
+        };
         let p = self.prepare_index(idx)?;
         let basic = p.adv.is_empty();
         let planned = if basic {
@@ -498,6 +540,10 @@ impl Tensor {
                 Plan::from_maps(l, &vec![DimMap::Id; l.ndim()]).0
             }
         };
+        if self.device().is_cuda() {
+            let offsets = plan_offsets(&plan);
+            return crate::cuda::index_ops::scatter_offsets(self, offsets, &v, accumulate);
+        }
         let v = v.to_dtype(self.dtype());
         with_dtype!(self.dtype(), T, {
             let vals: Vec<T> = v.to_vec::<T>()?;
@@ -525,15 +571,18 @@ impl Tensor {
         let n = pos.len();
         let nd = shape.len();
         let coords = kern::unravel(&pos, &shape);
-        Ok((0..nd)
+        (0..nd)
             .map(|d| {
                 let col: Vec<i64> = (0..n).map(|i| coords[i * nd + d]).collect();
-                i64_tensor(col)
+                i64_tensor(col).to_device(self.device())
             })
-            .collect())
+            .collect()
     }
 
     fn nonzero_positions(&self) -> Result<(Vec<usize>, Dims)> {
+        if self.device().is_cuda() {
+            return crate::cuda::ops::download(self)?.nonzero_positions();
+        }
         let flags: Vec<bool> = with_dtype!(self.dtype(), T, {
             let s = self.storage_slice::<T>()?;
             strided::map1(s, self.layout(), |x: T| !x.is_zero())
@@ -545,10 +594,8 @@ impl Tensor {
     pub fn nonzero(&self) -> Result<Tensor> {
         let (pos, shape) = self.nonzero_positions()?;
         let coords = kern::unravel(&pos, &shape);
-        Ok(Tensor::from_vec_unchecked(
-            coords,
-            &[pos.len(), shape.len()],
-        ))
+        let out = Tensor::from_vec_unchecked(coords, &[pos.len(), shape.len()]);
+        out.to_device(self.device())
     }
 
     fn check_bool_mask(mask: &Tensor, op: &str) -> Result<()> {
@@ -579,6 +626,9 @@ impl Tensor {
         } else {
             mask.clone()
         };
+        if self.device().is_cuda() {
+            return crate::cuda::index_ops::masked_fill_(self, &mask, value);
+        }
         with_dtype!(self.dtype(), T, {
             let v: T = value.to_elem();
             let m = mask.storage_slice::<bool>()?;
@@ -613,6 +663,10 @@ impl Tensor {
         let pos = kern::true_positions(&flags);
         let xl = x.layout().clone();
         let offs = kern::offsets_of_positions(&xl, &pos);
+        if self.device().is_cuda() {
+            let n = offs.len();
+            return crate::cuda::index_ops::gather_offsets(&x, offs, &[n]);
+        }
         let plan = Plan {
             outer: offs,
             inner: Inner::Range { start: 0, len: 1 },
@@ -788,6 +842,13 @@ impl Tensor {
             ));
         }
         let plan = self.index_write_plan(dim, index, source, "index_add_")?;
+        if self.device().is_cuda() {
+            let d = normalize_dim(dim, self.ndim())?;
+            let idx = index.reshape_contiguous(&[index.numel()]);
+            let (dl, src) = (self.layout_1d(), source.with_layout(source.layout_1d()));
+            let a = alpha.to_f64();
+            return crate::cuda::index_ops::index_add_(self, &dl, d, &idx, &src, a);
+        }
         let src = source.to_dtype(self.dtype());
         with_dtype!(self.dtype(), T, {
             let vals = src.to_vec::<T>()?;
@@ -958,6 +1019,40 @@ impl Tensor {
         ))
     }
 
+    /// `scatter_`/`scatter_add_` of a CUDA tensor: the CPU's checks (indices validated on the
+    /// host), then one kernel launch over the index.
+    fn scatter_cuda(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        op: &str,
+        add: bool,
+    ) -> Result<()> {
+        let vals = index_values(index, op)?;
+        let (d, l, ishape) = self.gather_checks(dim, index, op)?;
+        if index.numel() == 0 {
+            return Ok(());
+        }
+        let sl = src.layout_1d();
+        if sl.ndim() != ishape.len() || (0..sl.ndim()).any(|k| ishape[k] > sl.shape[k]) {
+            return Err(Error::Runtime(format!(
+                "Expected index {:?} to be no larger than src {:?} in any dimension ({op})",
+                index.shape(),
+                src.shape()
+            )));
+        }
+        let size = l.shape[d];
+        check_bounds(&vals, size, false, |v| {
+            Error::Runtime(oob(v, d, size).to_string())
+        })?;
+        let idx = index.reshape_contiguous(&ishape);
+        let mut src_l = sl;
+        src_l.shape = ishape;
+        let src_v = src.with_layout(src_l);
+        crate::cuda::index_ops::scatter_(self, &l, d, &idx, &src_v, add)
+    }
+
     /// In place: `self[index[i][j]][j] = src[i][j]` (for dim 0).
     pub(crate) fn scatter_raw_(
         &self,
@@ -980,6 +1075,9 @@ impl Tensor {
                 Tensor::scalar(*s, self.dtype()).broadcast_to(index.shape())?
             }
         };
+        if self.device().is_cuda() {
+            return self.scatter_cuda(dim, index, &src_t, "scatter", false);
+        }
         let (plan, vals) = self.scatter_parts(dim, index, &src_t, "scatter")?;
         with_dtype!(self.dtype(), T, {
             let v = vals.to_vec::<T>()?;
@@ -998,6 +1096,9 @@ impl Tensor {
                 self.dtype(),
                 src.dtype()
             )));
+        }
+        if self.device().is_cuda() {
+            return self.scatter_cuda(dim, index, src, "scatter_add", true);
         }
         let (plan, vals) = self.scatter_parts(dim, index, src, "scatter_add")?;
         with_dtype!(self.dtype(), T, {

@@ -33,6 +33,12 @@ fn positions_of(shape: &[usize], f: impl FnOnce(&Tensor) -> Result<Tensor>) -> R
 }
 
 fn gather_flat_raw(x: &Tensor, pos: &[usize], shape: &[usize]) -> Result<Tensor> {
+    if x.device().is_cuda() {
+        let xc = x.contiguous();
+        let off = xc.storage_offset();
+        let offsets = pos.iter().map(|&p| p + off).collect();
+        return crate::cuda::index_ops::gather_offsets(&xc, offsets, shape);
+    }
     Ok(with_dtype!(x.dtype(), T, {
         let v = x.to_vec::<T>()?;
         let out: Vec<T> = pos.iter().map(|&p| v[p]).collect();
@@ -47,6 +53,11 @@ fn scatter_add_flat_raw(g: &Tensor, pos: &[usize], shape: &[usize]) -> Result<Te
             g.shape(),
             pos.len()
         )));
+    }
+    if g.device().is_cuda() {
+        let out = Tensor::full_on(g.device(), shape, Scalar::Int(0), g.dtype())?;
+        crate::cuda::index_ops::scatter_offsets(&out, pos.to_vec(), g, true)?;
+        return Ok(out);
     }
     let n: usize = shape.iter().product();
     Ok(with_dtype!(g.dtype(), T, {

@@ -332,6 +332,13 @@ impl Tensor {
                 let idx = cuda::full_on(self, &[], crate::Scalar::Int(0), DType::I64)?;
                 return Ok((self.clone_data(), idx));
             }
+            if mask.iter().filter(|&&m| m).count() > 1 {
+                // argmax/argmin over everything: the index into the flattened tensor.
+                let flat = cuda::contiguous(self)?.reshape_contiguous(&[self.numel()]);
+                let (v, i) = cuda::reduce_dim(&flat, 0, r)?;
+                let i = i.ok_or_else(|| Error::Runtime("max/min: missing indices".into()))?;
+                return Ok((v.reshape_contiguous(&shape), i.reshape_contiguous(&shape)));
+            }
             let (v, i) = cuda::reduce_dim(self, d, r)?;
             let i = i.ok_or_else(|| Error::Runtime("max/min: missing indices".into()))?;
             return Ok((v.reshape_contiguous(&shape), i.reshape_contiguous(&shape)));
@@ -446,6 +453,37 @@ impl Tensor {
 
     // ------------------------------------------------------------------ var, std, norm
 
+    /// `moments` on CUDA: (var or std, optional mean) from the `var` kernel.
+    fn moments_cuda(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+        take_sqrt: bool,
+        want_mean: bool,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        if !self.dtype().is_floating_point() {
+            return Err(Error::Runtime(
+                "std and var only support floating point and complex dtypes".into(),
+            ));
+        }
+        let mask = reduce_mask(self.ndim(), dims)?;
+        crate::cuda::reduce_ops::var(self, &mask, correction, keepdim, take_sqrt, want_mean)
+    }
+
+    /// (var, mean) on CUDA, for `var_mean`/`std_mean`.
+    fn moments_cuda_pair(
+        &self,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+        take_sqrt: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let (v, m) = self.moments_cuda(dims, correction, keepdim, take_sqrt, true)?;
+        let m = m.ok_or_else(|| Error::Runtime("var_mean: missing mean".into()))?;
+        Ok((v, m))
+    }
+
     fn moments(
         &self,
         dims: Option<&[i64]>,
@@ -471,6 +509,9 @@ impl Tensor {
         correction: f64,
         keepdim: bool,
     ) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            return Ok(self.moments_cuda(dims, correction, keepdim, false, false)?.0);
+        }
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         Ok(from_f64s(
             v.into_iter().map(|m| m.0).collect(),
@@ -486,6 +527,9 @@ impl Tensor {
         correction: f64,
         keepdim: bool,
     ) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            return Ok(self.moments_cuda(dims, correction, keepdim, true, false)?.0);
+        }
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         Ok(from_f64s(
             v.into_iter().map(|m| m.0.sqrt()).collect(),
@@ -501,6 +545,9 @@ impl Tensor {
         correction: f64,
         keepdim: bool,
     ) -> Result<(Tensor, Tensor)> {
+        if self.device().is_cuda() {
+            return self.moments_cuda_pair(dims, correction, keepdim, false);
+        }
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         let (var, mean) = unzip(v);
         Ok((
@@ -516,6 +563,9 @@ impl Tensor {
         correction: f64,
         keepdim: bool,
     ) -> Result<(Tensor, Tensor)> {
+        if self.device().is_cuda() {
+            return self.moments_cuda_pair(dims, correction, keepdim, true);
+        }
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         let (var, mean) = unzip(v);
         Ok((
@@ -578,6 +628,9 @@ impl Tensor {
             self.to_dtype(crate::default_dtype())
         };
         let mask = reduce_mask(self.ndim(), dims)?;
+        if x.device().is_cuda() {
+            return crate::cuda::reduce_ops::logsumexp(&x, &mask, keepdim);
+        }
         let shape = reduced_shape(self.shape(), &mask, keepdim);
         let v = with_dtype!(x.dtype(), T, { run::<T, _>(&x, &mask, &k::LogSumExp)? });
         Ok(from_f64s(v, &shape, x.dtype()))

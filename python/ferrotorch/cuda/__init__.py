@@ -125,8 +125,8 @@ def synchronize(device=None):
 
 
 def manual_seed(seed):
-    """Seed CUDA random numbers. ferrotorch draws device tensors' random numbers from the
-    CPU generator (then copies them), so this seeds that generator as well."""
+    """Seed CUDA random numbers. ferrotorch's default generator keys both the CPU streams and
+    the GPU's Philox kernels (its seed and call counter), so this seeds that generator."""
     global _seed
     _seed = int(seed)
     if is_available():

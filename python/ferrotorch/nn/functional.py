@@ -193,7 +193,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         out = input * 0.0
     else:
-        keep = _float_mask(_C.rand(*input.shape, dtype=input.dtype) >= p, input)
+        u = _C.rand(*input.shape, dtype=input.dtype, device=input.device)
+        keep = _float_mask(u >= p, input)
         out = input * keep * (1.0 / (1.0 - p))
     return input.copy_(out) if inplace else out
 
@@ -1212,7 +1213,7 @@ def _feature_dropout(input, p, training, inplace, alpha=False):
     elif p == 1.0:
         out = input * 0.0
     else:
-        keep = _float_mask(_C.rand(*mask_shape, dtype=input.dtype) >= p, input)
+        keep = _float_mask(_C.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p, input)
         out = input * keep * (1.0 / (1.0 - p))
     return input.copy_(out) if inplace else out
 
@@ -1222,7 +1223,7 @@ def _alpha_dropout_apply(input, p, mask_shape):
         return input * 0.0
     alpha = 1.7580993408473766
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    keep = _float_mask(_C.rand(*mask_shape, dtype=input.dtype) >= p, input)
+    keep = _float_mask(_C.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p, input)
     return input * (keep * a) + ((keep - 1.0) * (alpha * a) + alpha * a * p)
 
 

@@ -68,7 +68,7 @@ class Adam(Optimizer):
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            fused = _fused_inputs(group)
+            fused = _fused_inputs(group, cuda=True)
             if fused is not None:
                 self._fused_step(group, *fused)
                 continue

@@ -280,13 +280,15 @@ def _zeros_like(p):
 _FUSED_DTYPES = (_C.float32, _C.float64)
 
 
-def _fused_inputs(group):
+def _fused_inputs(group, cuda=False):
     """The group's parameters that have gradients and those gradients, ready for a fused
     Rust step (one call updates the whole group), or ``None`` when the group needs the
-    generic tensor-op path: half precision, non-CPU tensors, ``differentiable=True`` or
-    ``fused=False``."""
+    generic tensor-op path: half precision on the CPU, CUDA parameters unless ``cuda``
+    (the optimizer has a CUDA kernel: SGD, Adam, AdamW), parameters and gradients on
+    different devices, ``differentiable=True`` or ``fused=False``."""
     if group.get("differentiable") or group.get("fused") is False:
         return None
-    # One Rust call checks every parameter (float32/float64 CPU, contiguous, gradient of
-    # the same dtype and shape) and gathers the gradients (made contiguous).
-    return _C._fused_grads(group["params"])
+    # One Rust call checks every parameter (float32/float64 CPU or, with `cuda`, any float
+    # CUDA tensor; contiguous, gradient of the same dtype, shape and device) and gathers the
+    # gradients (made contiguous).
+    return _C._fused_grads(group["params"], cuda=cuda)
