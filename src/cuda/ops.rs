@@ -354,6 +354,13 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Res
         (on_device_of(a, b, op.name())?, b.clone())
     };
     let (compute, out_dtype) = op.dtypes(common)?;
+    // The f16/bf16 kernels compute in float and store their own dtype: launching the f32
+    // kernel would write 4-byte results into the 2-byte output.
+    let compute = if matches!(out_dtype, DType::F16 | DType::BF16) {
+        out_dtype
+    } else {
+        compute
+    };
     if compute == DType::Bool && !(op.is_comparison() || op.is_logical() || op.is_bitwise()) {
         if matches!(
             op,
