@@ -9,10 +9,10 @@
 //! the thread count — chunks can be generated in parallel, and the state can be saved and
 //! restored exactly (`get_state`/`set_state` serialise the two numbers).
 
+use crate::cuda::random_ops::{self as cuda_random, Dist};
 use crate::dtype::Category;
 use crate::layout::broadcast_shapes;
 use crate::tensor::creation::{checked_shape, try_filled};
-use crate::cuda::random_ops::{self as cuda_random, Dist};
 use crate::{
     with_dtype, BinaryOp, DType, Device, Element, Error, Result, ResultType, Scalar, Tensor,
     UnaryOp,
@@ -699,7 +699,13 @@ impl Tensor {
             )));
         }
         if let Device::Cuda(n) = self.device() {
-            let z = sample_cuda(n, &shape_i64(self), self.dtype(), Dist::Normal { mean, std }, gen)?;
+            let z = sample_cuda(
+                n,
+                &shape_i64(self),
+                self.dtype(),
+                Dist::Normal { mean, std },
+                gen,
+            )?;
             return self.copy_(&z.unary(UnaryOp::Exp)?);
         }
         self.fill_random_f64(key_of(gen), move |r| {

@@ -36,7 +36,11 @@ pub(crate) fn masked_fill_(_dst: &Tensor, _mask: &Tensor, _value: Scalar) -> Res
     Err(unavailable())
 }
 
-pub(crate) fn gather_offsets(_src: &Tensor, _offsets: Vec<usize>, _shape: &[usize]) -> Result<Tensor> {
+pub(crate) fn gather_offsets(
+    _src: &Tensor,
+    _offsets: Vec<usize>,
+    _shape: &[usize],
+) -> Result<Tensor> {
     Err(unavailable())
 }
 

@@ -59,6 +59,11 @@ pub use disabled::*;
 
 // Launchers of optim.cu, random.cu, the var/logsumexp reductions and the index writes.
 #[cfg(feature = "cuda")]
+pub(crate) mod index_ops;
+#[cfg(not(feature = "cuda"))]
+#[path = "disabled_index_ops.rs"]
+pub(crate) mod index_ops;
+#[cfg(feature = "cuda")]
 pub(crate) mod optim_ops;
 #[cfg(not(feature = "cuda"))]
 #[path = "disabled_optim_ops.rs"]
@@ -73,11 +78,6 @@ pub(crate) mod reduce_ops;
 #[cfg(not(feature = "cuda"))]
 #[path = "disabled_reduce_ops.rs"]
 pub(crate) mod reduce_ops;
-#[cfg(feature = "cuda")]
-pub(crate) mod index_ops;
-#[cfg(not(feature = "cuda"))]
-#[path = "disabled_index_ops.rs"]
-pub(crate) mod index_ops;
 
 /// Memory counters of one device, in bytes (PyTorch's `memory_allocated`,
 /// `max_memory_allocated`, `memory_reserved`).

@@ -510,7 +510,9 @@ impl Tensor {
         keepdim: bool,
     ) -> Result<Tensor> {
         if self.device().is_cuda() {
-            return Ok(self.moments_cuda(dims, correction, keepdim, false, false)?.0);
+            return Ok(self
+                .moments_cuda(dims, correction, keepdim, false, false)?
+                .0);
         }
         let (v, shape) = self.moments(dims, correction, keepdim)?;
         Ok(from_f64s(

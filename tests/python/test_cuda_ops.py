@@ -579,8 +579,8 @@ def test_scatter_index_add_gradients():
     for op in ("scatter", "scatter_add"):
         grads = []
         for dev in ("cpu", "cuda"):
-            xx = x.to(dev).requires_grad_()
-            ss = src.to(dev).requires_grad_()
+            xx = x.to(dev).detach().requires_grad_()
+            ss = src.to(dev).detach().requires_grad_()
             out = getattr(xx, op)(0, idx.to(dev), ss)
             (out * torch.arange(20.0, dtype=torch.float64).reshape(4, 5).to(dev)).sum().backward()
             grads.append((xx.grad, ss.grad))
@@ -589,8 +589,8 @@ def test_scatter_index_add_gradients():
     ii = torch.tensor([3, 1, 3])
     grads = []
     for dev in ("cpu", "cuda"):
-        xx = x.to(dev).requires_grad_()
-        ss = src.to(dev).requires_grad_()
+        xx = x.to(dev).detach().requires_grad_()
+        ss = src.to(dev).detach().requires_grad_()
         (xx.index_add(0, ii.to(dev), ss, alpha=2.0) ** 2).sum().backward()
         grads.append((xx.grad, ss.grad))
     close(grads[1][0], grads[0][0])
@@ -606,12 +606,21 @@ def test_masked_fill_matches_cpu(dtype):
     row = torch.tensor([True, False, True, False, False])
     for mc in (m, row, m.t().contiguous().t()):
         close(x.cuda().masked_fill(mc.cuda(), 1), x.masked_fill(mc, 1))
-        close(x.cuda().t().masked_fill(mc.t().cuda(), 1), x.t().masked_fill(mc.t(), 1))
         g = x.cuda()
-        g.t().masked_fill_(mc.cuda().t(), 0)
-        c = x.clone()
-        c.t().masked_fill_(mc.t(), 0)
-        close(g, c)
+        g.masked_fill_(mc.cuda(), 3)
+        close(g, x.clone().masked_fill_(mc, 3))
+    # Non-contiguous destinations and masks.
+    close(x.cuda().t().masked_fill(m.t().cuda(), 1), x.t().masked_fill(m.t(), 1))
+    g = x.cuda()
+    g.t().masked_fill_(m.cuda().t(), 0)
+    c = x.clone()
+    c.t().masked_fill_(m.t(), 0)
+    close(g, c)
+    g = x.cuda()
+    g[:, ::2].masked_fill_(row[::2].cuda(), 5)
+    c = x.clone()
+    c[:, ::2].masked_fill_(row[::2], 5)
+    close(g, c)
     close(x.cuda().masked_fill(row.cuda(), torch.tensor(2)), x.masked_fill(row, torch.tensor(2)))
     close(x[0].cuda().masked_fill(m.cuda(), 1), x[0].masked_fill(m, 1))  # broadcasts self
     if dtype.is_floating_point:
@@ -629,7 +638,7 @@ def test_masked_fill_gradient():
     m = torch.from_numpy(rng.random((3, 4)) > 0.5)
     gs = []
     for dev in ("cpu", "cuda"):
-        xx = x.to(dev).requires_grad_()
+        xx = x.to(dev).detach().requires_grad_()
         (xx.masked_fill(m.to(dev), 0.5) * xx).sum().backward()
         gs.append(xx.grad)
     close(gs[1], gs[0])
@@ -695,7 +704,7 @@ def test_advanced_indexing_gradients():
     i = torch.tensor([1, 1, 3])
     gs = []
     for dev in ("cpu", "cuda"):
-        xx = x.to(dev).requires_grad_()
+        xx = x.to(dev).detach().requires_grad_()
         (xx[i.to(dev)] * 2).sum().backward()
         (xx[m.to(dev)] ** 2).sum().backward()
         gs.append(xx.grad)

@@ -405,8 +405,8 @@ def test_histc_edges_and_errors():
 def test_against_torch_if_available():
     real = pytest.importorskip("torch")
     a = np.random.default_rng(0).integers(0, 5, size=(6, 8)).astype(np.float32)
-    v, i = torch.tensor(a).sort(1, stable=True)
-    rv, ri = real.tensor(a).sort(1, stable=True)
+    v, i = torch.tensor(a).sort(dim=1, stable=True)
+    rv, ri = real.tensor(a).sort(dim=1, stable=True)  # PyTorch takes stable= with dim= only
     np.testing.assert_array_equal(ref(v), rv.numpy())
     np.testing.assert_array_equal(ref(i), ri.numpy())
     np.testing.assert_array_equal(ref(torch.tensor(a).median(1).indices),
