@@ -22,6 +22,19 @@ impl CudaStorage {
     pub fn device_ptr(&self) -> u64 {
         match *self {}
     }
+    /// No device exists without the feature.
+    ///
+    /// # Safety
+    /// Nothing is dereferenced; the signature mirrors the real backend's.
+    pub unsafe fn from_foreign(
+        ordinal: usize,
+        _ptr: u64,
+        _len: usize,
+        _dtype: crate::DType,
+        _owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Result<CudaStorage> {
+        Err(unavailable(ordinal))
+    }
 }
 
 pub fn is_available() -> bool {

@@ -1,18 +1,23 @@
-//! `CudaStorage`: a device buffer from the caching allocator, returned to it on drop.
+//! `CudaStorage`: a device buffer from the caching allocator, returned to it on drop, or
+//! memory another library owns (DLPack import), released through its owner on drop.
 
 use super::driver::{device, DeviceState};
 use crate::{DType, Error, Result};
 use cudarc::driver::sys::CUdeviceptr;
+use std::any::Any;
 use std::sync::Arc;
 
 /// `len` elements of `dtype` on one CUDA device.
 pub struct CudaStorage {
     ptr: CUdeviceptr,
-    /// Size of the allocator block (rounded up).
+    /// Size of the allocator block (rounded up); 0 for foreign memory.
     block_bytes: usize,
     len: usize,
     dtype: DType,
     device: Arc<DeviceState>,
+    /// Keeps foreign memory alive (its drop releases it to its producer); None for blocks of
+    /// our allocator.
+    foreign: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl CudaStorage {
@@ -35,6 +40,30 @@ impl CudaStorage {
             len,
             dtype,
             device,
+            foreign: None,
+        })
+    }
+
+    /// Storage over memory another library allocated on device `ordinal` (DLPack import).
+    ///
+    /// # Safety
+    /// `ptr` must address `len` elements of `dtype` on that device, valid until `owner` is
+    /// dropped.
+    pub unsafe fn from_foreign(
+        ordinal: usize,
+        ptr: CUdeviceptr,
+        len: usize,
+        dtype: DType,
+        owner: Box<dyn Any + Send + Sync>,
+    ) -> Result<CudaStorage> {
+        let device = device(ordinal)?;
+        Ok(CudaStorage {
+            ptr,
+            block_bytes: 0,
+            len,
+            dtype,
+            device,
+            foreign: Some(owner),
         })
     }
 
@@ -61,6 +90,9 @@ impl CudaStorage {
 
 impl Drop for CudaStorage {
     fn drop(&mut self) {
+        if self.foreign.is_some() {
+            return; // the owner, dropped next, hands the memory back to its producer
+        }
         self.device
             .lock_allocator()
             .free(self.ptr, self.block_bytes);

@@ -468,19 +468,21 @@ fn import_capsule(cap: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             (&(*(ptr as *const DLManagedTensor)).dl_tensor, true)
         }
     };
-    match dl.device.device_type {
-        DL_CPU | DL_CUDA_HOST => {}
+    let cuda_ordinal = match dl.device.device_type {
+        DL_CPU | DL_CUDA_HOST => None,
         DL_CUDA => {
-            return Err(
-                Error::DeviceUnavailable(Device::Cuda(dl.device.device_id.max(0) as usize)).into(),
-            )
+            let n = dl.device.device_id.max(0) as usize;
+            if !crate::cuda::is_available() || n >= crate::cuda::device_count() {
+                return Err(Error::DeviceUnavailable(Device::Cuda(n)).into());
+            }
+            Some(n)
         }
         other => {
             return Err(PyBufferError::new_err(format!(
-                "from_dlpack: unsupported device type {other} (only CPU memory can be imported)"
+                "from_dlpack: unsupported device type {other} (only CPU and CUDA memory can be imported)"
             )))
         }
-    }
+    };
     let dtype = from_dl_dtype(dl.dtype)?;
     if dl.ndim < 0 {
         return Err(PyBufferError::new_err("from_dlpack: negative ndim"));
@@ -553,6 +555,20 @@ fn import_capsule(cap: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     } else {
         data
     };
+    if let Some(n) = cuda_ordinal {
+        // The producer's queued writes must land before our kernels read: the capsule was
+        // asked for without stream handshake (stream=-1), so wait for the whole device.
+        crate::cuda::synchronize(n)?;
+        // SAFETY: as below, for memory of device `n` (only kernels and copies on that
+        // device use the pointer).
+        let storage = unsafe {
+            crate::cuda::CudaStorage::from_foreign(n, data as u64, len, dtype, Box::new(owner))?
+        };
+        return Ok(Tensor::from_storage(
+            Arc::new(Storage::cuda(storage)),
+            layout,
+        )?);
+    }
     // SAFETY: the producer guarantees the memory spans every element the strides reach
     // (`len` elements from `data`) and stays valid until its deleter runs, which happens
     // when `owner` (kept by the storage) is dropped.
@@ -581,6 +597,7 @@ pub fn from_dlpack(ext: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
             ext.get_type().name()?
         )));
     }
+    let mut on_cuda = false;
     if ext.hasattr("__dlpack_device__")? {
         let (ty, id): (i32, i32) = ext.call_method0("__dlpack_device__")?.extract()?;
         match ty {
@@ -590,13 +607,11 @@ pub fn from_dlpack(ext: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
                     &pyo3::types::PyString::new(ext.py(), &format!("cuda:{}", id.max(0)))
                         .into_any(),
                 ))?;
-                return Err(PyBufferError::new_err(
-                    "from_dlpack: importing CUDA tensors is not supported yet; export to the CPU first",
-                ));
+                on_cuda = true;
             }
             _ => {
                 return Err(PyBufferError::new_err(format!(
-                    "from_dlpack: unsupported device type {ty} (only CPU memory can be imported)"
+                    "from_dlpack: unsupported device type {ty} (only CPU and CUDA memory can be imported)"
                 )))
             }
         }
@@ -604,6 +619,10 @@ pub fn from_dlpack(ext: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let py = ext.py();
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item("max_version", (1, 0))?;
+    if on_cuda {
+        // No stream handshake: the import synchronises the device instead.
+        kwargs.set_item("stream", -1)?;
+    }
     let cap = match ext.call_method("__dlpack__", (), Some(&kwargs)) {
         Ok(c) => c,
         Err(e) if e.is_instance_of::<PyTypeError>(py) => ext.call_method0("__dlpack__")?,

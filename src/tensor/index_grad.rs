@@ -335,7 +335,12 @@ impl Tensor {
                         let s = g.masked_select(&m2)?;
                         let k = s.numel();
                         let full = if k < src_n {
-                            let pad = Tensor::full_on(g.device(), &[src_n - k], Scalar::Int(0), g.dtype())?;
+                            let pad = Tensor::full_on(
+                                g.device(),
+                                &[src_n - k],
+                                Scalar::Int(0),
+                                g.dtype(),
+                            )?;
                             super::join::cat(&[s, pad], 0)?
                         } else {
                             s

@@ -348,3 +348,34 @@ def test_unsupported_op_is_a_clear_error():
     g = torch.ones(3, device="cuda")
     with pytest.raises(RuntimeError, match="CUDA|cuda"):
         torch.sort(g)
+
+
+@pytest.mark.cuda
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "bool"])
+def test_dlpack_exchange_with_torch_cuda_shares_memory(dtype):
+    real = pytest.importorskip("torch")
+    if not real.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+    src = (real.arange(24, device="cuda") % 5).reshape(4, 6).to(getattr(real, dtype))
+    view = src.t()[1:, ::2]  # non-contiguous, offset
+    ours = torch.from_dlpack(view)
+    assert ours.is_cuda and ours.dtype == getattr(torch, dtype) and ours.shape == view.shape
+    np.testing.assert_array_equal(cpu_np(ours), view.float().cpu().numpy() if dtype == "bfloat16"
+                                  else view.cpu().numpy())
+    # Shared memory: our in-place write shows in PyTorch's tensor.
+    if dtype != "bool":
+        ours.fill_(3)
+        torch.cuda.synchronize()
+        assert (src.t()[1:, ::2] == 3).all().item() and (src.t()[0] != 3).any().item()
+    # And back: PyTorch imports ours without a copy.
+    g = torch.arange(12.0, device="cuda").reshape(3, 4)
+    t = real.from_dlpack(g)
+    assert t.is_cuda and t.data_ptr() == g.data_ptr()
+    t.mul_(2)
+    real.cuda.synchronize()
+    assert g.cpu().tolist() == (torch.arange(12.0).reshape(3, 4) * 2).tolist()
+    # The memory stays alive while only our tensor holds it.
+    del src, view
+    real.cuda.empty_cache()
+    assert cpu_np(ours).shape == (5, 2)
