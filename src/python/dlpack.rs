@@ -228,9 +228,15 @@ fn dl_tensor(t: &Tensor, shape: &mut [i64], strides: &mut [i64]) -> DLTensor {
     let data = unsafe { base.add(t.storage_offset() * t.dtype().size()) };
     DLTensor {
         data: data as *mut c_void,
-        device: DLDevice {
-            device_type: DL_CPU,
-            device_id: 0,
+        device: match t.device() {
+            Device::Cpu => DLDevice {
+                device_type: DL_CPU,
+                device_id: 0,
+            },
+            Device::Cuda(n) => DLDevice {
+                device_type: DL_CUDA,
+                device_id: n as i32,
+            },
         },
         ndim: t.ndim() as i32,
         dtype: dl_dtype(t.dtype()),
