@@ -52,3 +52,4 @@ from ferrotorch import _tensor_pickle
 from ferrotorch import nn, optim
 from ferrotorch.serialization import load, save
 from ferrotorch.nn.functional import pixel_shuffle, pixel_unshuffle  # torch.pixel_shuffle
+from ferrotorch.nn.functional import conv3d, max_pool3d  # torch.conv3d, torch.max_pool3d

@@ -1118,6 +1118,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return _C._upsample_linear1d(input, output_size, align_corners, scales[0])
     if nd == 4 and mode == "bilinear":
         return _C._upsample_bilinear2d(input, output_size, align_corners, scales[0], scales[1])
+    if nd == 4 and mode == "bicubic":
+        return _interp_separable(input, output_size, align_corners, scales, "cubic")
+    if nd == 5 and mode == "trilinear":
+        return _interp_separable(input, output_size, align_corners, scales, "linear")
+    if nd == 5 and mode == "area":
+        return adaptive_avg_pool3d(input, output_size)
     if nd == 3 and mode == "bilinear":
         raise NotImplementedError("Got 3D input, but bilinear mode needs 4D input")
     if nd == 3 and mode == "trilinear":
@@ -1523,3 +1529,325 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
+
+
+# ---------------------------------------------------------------------------- 3-d layers
+# conv3d and the 3-d pools are composed from the 2-d kernels (depth folded into the batch or
+# channel dim) plus a few ops along depth, so autograd comes from those ops.
+def _triple(x, name, op):
+    if isinstance(x, (list, tuple)):
+        if len(x) == 1:
+            return (int(x[0]),) * 3
+        if len(x) != 3:
+            raise RuntimeError(f"{op}: {name} must be an int or a tuple of three ints, "
+                               f"got {tuple(x)}")
+        return tuple(int(v) for v in x)
+    return (int(x),) * 3
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution over ``(N, C_in, D, H, W)`` (or unbatched ``(C_in, D, H, W)``) with
+    ``weight`` of shape ``(C_out, C_in / groups, kD, kH, kW)``; ``padding`` may be an int, a
+    triple, ``'valid'`` or ``'same'`` (stride 1 only). Computed as one 2-d convolution per
+    depth tap (depth folded into the batch), accumulated."""
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got "
+                           f"input of size: {list(input.shape)}")
+    if weight.ndim != 5:
+        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input "
+                           f"{list(input.shape)}, but got {weight.ndim}-dimensional weight "
+                           f"of size {list(weight.shape)} instead")
+    unbatched = input.ndim == 4
+    x = input.unsqueeze(0) if unbatched else input
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    n, c, d_in, h_in, w_in = x.shape
+    o, cg, kd, kh, kw = weight.shape
+    if c != cg * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {cg * groups} channels, but got {c} channels instead")
+    if o % groups != 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"{list(weight.shape)} instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != o):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {o} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    s = _triple(stride, "stride", "conv3d")
+    dil = _triple(dilation, "dilation", "conv3d")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in dil):
+        raise RuntimeError("dilation should be greater than zero")
+    if isinstance(padding, str):
+        if padding == "valid":
+            d_pad, hw_pad = (0, 0), (0, 0)
+        elif padding == "same":
+            if any(v != 1 for v in s):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = dil[0] * (kd - 1)
+            d_pad, hw_pad = (total // 2, total - total // 2), "same"
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        p = _triple(padding, "padding", "conv3d")
+        if any(v < 0 for v in p):
+            raise RuntimeError("negative padding is not supported")
+        d_pad, hw_pad = (p[0], p[0]), (p[1], p[2])
+    if d_pad != (0, 0):
+        x = pad(x, (0, 0, 0, 0, d_pad[0], d_pad[1]))
+    d_padded = d_in + d_pad[0] + d_pad[1]
+    span = dil[0] * (kd - 1) + 1
+    if d_padded < span:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({d_padded} x {h_in} x {w_in}). "
+            f"Kernel size: ({span} x {kh} x {kw}). Kernel size can't be greater than actual "
+            f"input size")
+    d_out = (d_padded - span) // s[0] + 1
+    hw_stride, hw_dil = (s[1], s[2]), (dil[1], dil[2])
+    out = None
+    for t in range(kd):
+        start = t * dil[0]
+        xs = x[:, :, start:start + s[0] * (d_out - 1) + 1:s[0]]
+        xs = xs.transpose(1, 2).reshape(n * d_out, c, h_in, w_in)
+        y = _C.conv2d(xs, weight[:, :, t], None, hw_stride, hw_pad, hw_dil, groups)
+        out = y if out is None else out + y
+    out = out.reshape(n, d_out, o, out.shape[-2], out.shape[-1]).transpose(1, 2)
+    if bias is not None:
+        out = out + bias.reshape(1, o, 1, 1, 1)
+    else:
+        out = out.contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def _pool3d_args(input, kernel_size, stride, padding, dilation, name):
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"{name}: Expected 4D or 5D tensor for input, but got "
+                           f"{list(input.shape)}")
+    k = _triple(kernel_size, "kernel_size", name)
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
+        else _triple(stride, "stride", name)
+    p = _triple(padding, "padding", name)
+    d = _triple(dilation, "dilation", name)
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"{name}: kernel size should be greater than zero, but got "
+                           f"kT: {k[0]} kH: {k[1]} kW: {k[2]}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"{name}: stride should be greater than zero, but got "
+                           f"dT: {s[0]} dH: {s[1]} dW: {s[2]}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"{name}: dilation should be greater than zero, but got "
+                           f"dilationT: {d[0]} dilationH: {d[1]} dilationW: {d[2]}")
+    if any(p[i] < 0 or p[i] > k[i] // 2 for i in range(3)):
+        raise RuntimeError(f"{name}: pad should be smaller than or equal to half of kernel "
+                           f"size, but got kT: {k[0]} kW: {k[2]} kH: {k[1]} padT: {p[0]} "
+                           f"padW: {p[2]} padH: {p[1]}")
+    return k, s, p, d
+
+
+def _pool_out_size(n, k, p, s, d, ceil_mode):
+    num = n + 2 * p - d * (k - 1) - 1
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def _pool3d_check_out(input, k, s, p, d, ceil_mode):
+    sizes = list(input.shape[-3:])
+    outs = [_pool_out_size(sizes[i], k[i], p[i], s[i], d[i], ceil_mode) for i in range(3)]
+    if any(v < 1 for v in outs):
+        raise RuntimeError(f"Given input size: ({'x'.join(str(v) for v in input.shape[-4:])}). "
+                           f"Calculated output size: ({input.shape[-4]}x"
+                           f"{'x'.join(str(v) for v in outs)}). Output size is too small")
+    return outs
+
+
+def _depth_windows(y, d_out, k, s, p, d, fill):
+    """``y`` (P, D, ...): its depth windows as (P, d_out, ..., k), padded with ``fill``."""
+    depth = y.shape[1]
+    total = (d_out - 1) * s + d * (k - 1) + 1
+    right = total - depth - p
+    spec = [0, 0] * (y.ndim - 2) + [p, max(right, 0)]
+    if p or right > 0:
+        y = pad(y, spec, value=fill)
+    if right < 0:
+        y = y.narrow(1, 0, total)
+    taps = [y.narrow(1, t * d, s * (d_out - 1) + 1)[:, ::s] for t in range(k)]
+    return _C.stack(taps, -1)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """3-d max pooling; returns ``(values, indices)`` with int64 indices flat over
+    ``D*H*W``."""
+    k, s, p, d = _pool3d_args(input, kernel_size, stride, padding, dilation, "max_pool3d")
+    d_out, h_out, w_out = _pool3d_check_out(input, k, s, p, d, ceil_mode)
+    lead = list(input.shape[:-4]) + [input.shape[-4]]
+    depth, h_in, w_in = input.shape[-3:]
+    x = input.reshape(-1, depth, h_in, w_in)
+    vals, idx = _C._max_pool2d_with_indices(x, k[1:], s[1:], p[1:], d[1:], ceil_mode)
+    # The winning depth tap of each window (on detached values: indices carry no gradient).
+    win = _depth_windows(vals.detach(), d_out, k[0], s[0], p[0], d[0], -math.inf)
+    tap = win.argmax(-1)
+    pos = _C.arange(d_out).reshape(1, d_out, 1, 1) * s[0] - p[0]
+    dsrc = (tap * d[0] + pos).clamp(0, depth - 1)
+    flat = dsrc * (h_in * w_in) + idx.gather(1, dsrc)
+    out = vals.gather(1, dsrc)
+    return out.reshape(*lead, d_out, h_out, w_out), flat.reshape(*lead, d_out, h_out, w_out)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """3-d max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``: the 2-d max pool over
+    (H, W) with depth as channels, then a max over each depth window (the gradient goes to
+    the first maximum, as PyTorch's)."""
+    out, idx = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation,
+                                       ceil_mode)
+    return (out, idx) if return_indices else out
+
+
+def _avg_divisors(n, k, p, s, n_out, count_include_pad):
+    """PyTorch's per-output divisor along one dim (the 3-d divisor is their product)."""
+    out = []
+    for i in range(n_out):
+        start = i * s - p
+        end = min(start + k, n + p)
+        size = end - start
+        start, end = max(start, 0), min(end, n)
+        out.append(size if count_include_pad else end - start)
+    return out
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """3-d average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``: the 2-d average
+    pool over (H, W) with depth as channels, then the depth windows' sums over their depth
+    divisors (PyTorch's divisor is a product of per-dim factors)."""
+    k, s, p, _ = _pool3d_args(input, kernel_size, stride, padding, 1, "avg_pool3d")
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError("divisor must be not zero")
+    d_out, h_out, w_out = _pool3d_check_out(input, k, s, p, (1, 1, 1), ceil_mode)
+    lead = list(input.shape[:-4]) + [input.shape[-4]]
+    depth, h_in, w_in = input.shape[-3:]
+    x = input.reshape(-1, depth, h_in, w_in)
+    if divisor_override is not None:
+        y = _C._avg_pool2d(x, k[1:], s[1:], p[1:], ceil_mode, count_include_pad, 1)
+    else:
+        y = _C._avg_pool2d(x, k[1:], s[1:], p[1:], ceil_mode, count_include_pad, None)
+    total = _depth_windows(y, d_out, k[0], s[0], p[0], 1, 0.0).sum(-1)
+    if divisor_override is not None:
+        out = total / float(divisor_override)
+    else:
+        div = _avg_divisors(depth, k[0], p[0], s[0], d_out, count_include_pad)
+        div = _C.tensor(div, dtype=total.dtype).reshape(1, d_out, 1, 1)
+        out = total / div
+    return out.reshape(*lead, d_out, h_out, w_out)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """3-d adaptive average pooling (``None`` in ``output_size`` keeps that input size): the
+    2-d adaptive pool over (H, W), then the 1-d one over depth."""
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got "
+                           f"{list(input.shape)}")
+    od, oh, ow = _adaptive_size(output_size, input, 3)
+    lead = list(input.shape[:-4]) + [input.shape[-4]]
+    depth, h_in, w_in = input.shape[-3:]
+    y = _C._adaptive_avg_pool2d(input.reshape(-1, depth, h_in, w_in), [oh, ow])
+    y = y.reshape(-1, depth, oh * ow).transpose(1, 2)
+    z = _C.adaptive_avg_pool1d(y, [od])
+    return z.transpose(1, 2).reshape(*lead, od, oh, ow)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling: ``(sum over the window of x^p)^(1/p)`` (PyTorch's formula)."""
+    if stride is not None:
+        out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool1d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    k = kernel_size[0] if isinstance(kernel_size, (list, tuple)) else kernel_size
+    return (out.sign() * relu(out.abs())).mul(k).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """2-d power-average pooling: ``(sum over the window of x^p)^(1/p)``."""
+    kw, kh = _conv_pair(kernel_size, "kernel_size")
+    if stride is not None:
+        out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool2d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(kw * kh).pow(1.0 / norm_type)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """3-d power-average pooling: ``(sum over the window of x^p)^(1/p)``."""
+    kd, kw, kh = _triple(kernel_size, "kernel_size", "lp_pool3d")
+    if stride is not None:
+        out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool3d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(kd * kw * kh).pow(1.0 / norm_type)
+
+
+def _interp_source(in_size, out_size, align_corners, scale, cubic):
+    """PyTorch's source coordinates (float64) of each output index along one dim."""
+    import numpy as np
+    i = np.arange(out_size, dtype=np.float64)
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        return ratio * i
+    ratio = 1.0 / scale if (scale is not None and scale > 0) else in_size / out_size
+    src = ratio * (i + 0.5) - 0.5
+    return src if cubic else np.maximum(src, 0.0)
+
+
+def _interp_matrix(in_size, out_size, align_corners, scale, mode, dtype):
+    """The (out, in) matrix of 1-d linear or cubic interpolation (PyTorch's index rules,
+    A = -0.75 cubic convolution with border clamping)."""
+    import numpy as np
+    mat = np.zeros((out_size, in_size), dtype=np.float64)
+    rows = np.arange(out_size)
+    if out_size > 0 and in_size > 0:
+        src = _interp_source(in_size, out_size, align_corners, scale, mode == "cubic")
+        if mode == "cubic":
+            base = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+            t = np.clip(src - base, 0.0, 1.0)
+            a = -0.75
+
+            def cc1(x):
+                return ((a + 2) * x - (a + 3)) * x * x + 1
+
+            def cc2(x):
+                return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+            coeffs = [cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t)]
+            for j in range(4):
+                np.add.at(mat, (rows, np.clip(base - 1 + j, 0, in_size - 1)), coeffs[j])
+        else:
+            i0 = np.floor(src).astype(np.int64)
+            i1 = i0 + (i0 < in_size - 1)
+            lam1 = src - i0
+            np.add.at(mat, (rows, i0), 1.0 - lam1)
+            np.add.at(mat, (rows, i1), lam1)
+    return _C.from_numpy(mat).to(dtype)
+
+
+def _interp_separable(input, output_size, align_corners, scales, mode):
+    """Interpolate the last ``len(output_size)`` dims with one matrix product per dim."""
+    out = input
+    nd = len(output_size)
+    for k in range(nd):
+        dim = input.ndim - nd + k
+        mat = _interp_matrix(input.shape[dim], output_size[k], align_corners, scales[k],
+                             mode, input.dtype)
+        moved = out.movedim(dim, -1)
+        out = (moved @ mat.t()).movedim(-1, dim)
+    return out
+
+
+__all__ += ["conv3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
+            "adaptive_avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d"]

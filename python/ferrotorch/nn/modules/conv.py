@@ -10,6 +10,7 @@ from ferrotorch.nn.modules.module import Module
 from ferrotorch.nn.parameter import Parameter
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold"]
+__all__ += ["Conv3d"]
 
 
 def _ntuple(n, name="argument"):
@@ -318,3 +319,39 @@ class Fold(Module):
     def extra_repr(self):
         return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
                 f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+
+
+_triple = _ntuple(3)
+
+
+class Conv3d(_ConvNd):
+    r"""3-d convolution over ``(N, C_in, D, H, W)`` (or ``(C_in, D, H, W)``) inputs.
+
+    >>> import ferrotorch as torch
+    >>> m = torch.nn.Conv3d(2, 4, 3, padding=1)
+    >>> m
+    Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1), padding=(1, 1, 1))
+    >>> m(torch.randn(1, 2, 4, 5, 6)).shape
+    ferrotorch.Size([1, 4, 4, 5, 6])
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        kernel_size_ = _triple(kernel_size)
+        stride_ = _triple(stride)
+        padding_ = padding if isinstance(padding, str) else _triple(padding)
+        dilation_ = _triple(dilation)
+        super().__init__(in_channels, out_channels, kernel_size_, stride_, padding_, dilation_,
+                         False, _triple(0), groups, bias, padding_mode, device=device,
+                         dtype=dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice,
+                                  mode=self.padding_mode),
+                            weight, bias, self.stride, _triple(0), self.dilation, self.groups)
+        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
