@@ -530,3 +530,13 @@ def test_against_torch():
     np.testing.assert_allclose(npy(F.lp_pool2d(t(x4), 2.0, 2)),
                                torch.nn.functional.lp_pool2d(torch.from_numpy(x4), 2.0, 2)
                                .numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_pools_empty_batch():
+    x = t(np.zeros((0, 3, 4, 5, 6)))
+    assert list(F.max_pool3d(x, 2).shape) == [0, 3, 2, 2, 3]
+    assert list(F.max_pool3d(x, 2, return_indices=True)[1].shape) == [0, 3, 2, 2, 3]
+    assert list(F.avg_pool3d(x, 2, padding=1).shape) == [0, 3, 3, 3, 4]
+    assert list(F.adaptive_avg_pool3d(x, (1, 2, 3)).shape) == [0, 3, 1, 2, 3]
+    assert list(F.interpolate(t(np.zeros((0, 2, 4, 4))), size=(5, 3), mode="bicubic")
+                .shape) == [0, 2, 5, 3]

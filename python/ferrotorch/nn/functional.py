@@ -1677,6 +1677,8 @@ def _depth_windows(y, d_out, k, s, p, d, fill):
     if right < 0:
         y = y.narrow(1, 0, total)
     taps = [y.narrow(1, t * d, s * (d_out - 1) + 1)[:, ::s] for t in range(k)]
+    if y.numel() == 0:  # (stacking empty tensors is not supported by the kernel)
+        return _C.zeros(*taps[0].shape, k, dtype=y.dtype)
     return _C.stack(taps, -1)
 
 
