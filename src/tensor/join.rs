@@ -130,6 +130,10 @@ fn cat_raw(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         let slices: Vec<&[T]> = srcs
             .iter()
             .map(|t| {
+                if t.numel() == 0 {
+                    // An empty view may carry an offset past its (empty) storage.
+                    return Ok(&[][..]);
+                }
                 let s = t.storage_slice::<T>()?;
                 Ok(&s[t.storage_offset()..t.storage_offset() + t.numel()])
             })

@@ -306,7 +306,11 @@ impl Tensor {
         };
         with_dtype!(self.dtype(), T, {
             let off = x.storage_offset();
-            let data: &[T] = &x.storage_slice::<T>()?[off..off + x.numel()];
+            let data: &[T] = if x.numel() == 0 {
+                &[] // an empty view may carry an offset past its storage
+            } else {
+                &x.storage_slice::<T>()?[off..off + x.numel()]
+            };
             let row = |r: usize| &data[r * width..(r + 1) * width];
             let cmp_rows = |a: usize, b: usize| -> Ordering {
                 for (&p, &q) in row(a).iter().zip(row(b)) {

@@ -836,3 +836,12 @@ def test_contains():
     assert ft.tensor([3, 4]) in x
     with pytest.raises(RuntimeError, match="__contains__"):
         _ = "a" in x
+
+
+def test_cat_stack_sort_of_empty_views_with_offsets():
+    # An empty view can carry a storage offset past its (empty) storage.
+    y = ft.zeros(0, 3, 4, 4)
+    a = y.narrow(1, 1, 1)[:, ::2]
+    assert ft.stack([a, a], -1).shape == (0, 1, 4, 4, 2)
+    assert ft.cat([a, a], 1).shape == (0, 2, 4, 4)
+    assert ft.sort(a, 0).values.shape == (0, 1, 4, 4)
