@@ -6,31 +6,11 @@
 
 use super::compile::KernelFile;
 use super::dtype_suffix;
-use super::launch::{elementwise, joint_layouts, StridedLayout, MAX_DIMS};
+use super::launch::{elementwise, joint_layouts, unmerged_layout, StridedLayout};
 use super::ops::{cast, contiguous, dev_of, empty, launch, ordinal_of, ptr, storage, upload};
 use crate::layout::Layout;
 use crate::{with_dtype, DType, Device, Error, Result, Scalar, Tensor};
 use cudarc::driver::PushKernelArg;
-
-/// The unmerged layout of `l` (index kernels address dims by number).
-fn full_layout(op: &str, l: &Layout) -> Result<StridedLayout> {
-    if l.ndim() > MAX_DIMS {
-        return Err(Error::Runtime(format!(
-            "{op}: CUDA index kernels take at most {MAX_DIMS} dims, got {}",
-            l.ndim()
-        )));
-    }
-    let mut out = StridedLayout {
-        ndim: l.ndim() as i32,
-        offset: l.offset as i64,
-        ..Default::default()
-    };
-    for d in 0..l.ndim() {
-        out.shape[d] = l.shape[d] as i64;
-        out.strides[d] = l.strides[d] as i64;
-    }
-    Ok(out)
-}
 
 /// A 1-d layout of `n` contiguous elements from `offset`.
 fn flat(n: usize, offset: usize) -> StridedLayout {
@@ -81,9 +61,9 @@ pub(crate) fn scatter_(
     let idx = index_on_device(index, dst, op)?;
     let src = cast(&on_device(src, dst, op)?, dst.dtype())?;
     let (sl, il, ol) = (
-        full_layout(op, src.layout())?,
-        full_layout(op, idx.layout())?,
-        full_layout(op, dl)?,
+        unmerged_layout(op, src.layout())?,
+        unmerged_layout(op, idx.layout())?,
+        unmerged_layout(op, dl)?,
     );
     if sl.ndim != il.ndim || il.ndim != ol.ndim {
         return Err(Error::Runtime(format!(
@@ -116,7 +96,7 @@ pub(crate) fn index_add_(
     }
     let idx = contiguous(&index_on_device(index, dst, op)?)?;
     let src = cast(&on_device(src, dst, op)?, dst.dtype())?;
-    let (ol, sl) = (full_layout(op, dl)?, full_layout(op, src.layout())?);
+    let (ol, sl) = (unmerged_layout(op, dl)?, unmerged_layout(op, src.layout())?);
     let dev = dev_of(dst)?;
     let (o, s) = (ptr(dst)?, ptr(&src)?);
     let ip = ptr(&idx)? + (idx.storage_offset() * 8) as u64;

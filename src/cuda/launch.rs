@@ -64,6 +64,18 @@ pub fn layout_of(op: &str, l: &crate::Layout) -> Result<StridedLayout> {
     Ok(joint_layouts::<1>(op, &l.shape, [(&l.strides, l.offset)])?[0])
 }
 
+/// The unmerged layout of `l`: kernels that address dims by number (indexing) need every
+/// dim as it is.
+pub fn unmerged_layout(op: &str, l: &crate::Layout) -> Result<StridedLayout> {
+    if l.ndim() > MAX_DIMS {
+        return Err(Error::Runtime(format!(
+            "{op}: CUDA index kernels take at most {MAX_DIMS} dims, got {}",
+            l.ndim()
+        )));
+    }
+    StridedLayout::build(op, &l.shape, &l.strides, l.offset)
+}
+
 /// Elementwise kernels: 256 threads, a grid-stride loop over at most 65535 * 4 blocks.
 pub fn elementwise(n: usize) -> LaunchConfig {
     let blocks = n.div_ceil(256).clamp(1, 65535 * 4);

@@ -8,7 +8,9 @@ use super::blas::{gemm_batched, Operand};
 use super::compile::KernelFile;
 use super::driver::DeviceState;
 use super::dtype_suffix;
-use super::launch::{elementwise, joint_layouts, layout_of, per_row, StridedLayout};
+use super::launch::{
+    elementwise, joint_layouts, layout_of, per_row, unmerged_layout, StridedLayout,
+};
 use super::storage::CudaStorage;
 pub(crate) use super::Reduction;
 use crate::layout::Layout;
@@ -663,28 +665,6 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 // ------------------------------------------------------------------------------- indexing, joins
 
-/// The unmerged layout of `t` (index kernels address dims by number, so none may merge).
-fn full_layout(op: &str, t: &Tensor) -> Result<StridedLayout> {
-    let l = t.layout();
-    if l.ndim() > super::launch::MAX_DIMS {
-        return Err(Error::Runtime(format!(
-            "{op}: CUDA index kernels take at most {} dims, got {}",
-            super::launch::MAX_DIMS,
-            l.ndim()
-        )));
-    }
-    let mut out = StridedLayout {
-        ndim: l.ndim() as i32,
-        offset: l.offset as i64,
-        ..Default::default()
-    };
-    for d in 0..l.ndim() {
-        out.shape[d] = l.shape[d] as i64;
-        out.strides[d] = l.strides[d] as i64;
-    }
-    Ok(out)
-}
-
 /// `index` as int64 on `like`'s device.
 fn index_on_device(index: &Tensor, like: &Tensor) -> Result<Tensor> {
     let i = if index.device() == like.device() {
@@ -750,7 +730,7 @@ pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Ten
     if n == 0 {
         return Ok(out);
     }
-    let xl = full_layout("index_select", x)?;
+    let xl = unmerged_layout("index_select", x.layout())?;
     let dev = dev_of(x)?;
     let (xp, o) = (ptr(x)?, ptr(&out)?);
     let ip = ptr(&idx)? + (idx.storage_offset() * 8) as u64;
@@ -768,7 +748,10 @@ pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
     if n == 0 {
         return Ok(out);
     }
-    let (xl, il) = (full_layout("gather", x)?, full_layout("gather", &idx)?);
+    let (xl, il) = (
+        unmerged_layout("gather", x.layout())?,
+        unmerged_layout("gather", idx.layout())?,
+    );
     let dev = dev_of(x)?;
     let (xp, ip, o) = (ptr(x)?, ptr(&idx)?, ptr(&out)?);
     let (dim32, n64) = (dim as i32, n as i64);

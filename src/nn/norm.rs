@@ -300,6 +300,35 @@ pub fn batch_norm(
     Ok(r)
 }
 
+/// batch_norm's checks of the running statistics and the batch (shared by both devices).
+fn check_batch_norm_state(
+    input: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    c: usize,
+) -> Result<()> {
+    if let Some(r) = running_mean {
+        check_running("running_mean", r, c)?;
+    }
+    if let Some(r) = running_var {
+        check_running("running_var", r, c)?;
+    }
+    if !training && (running_mean.is_none() || running_var.is_none()) {
+        return Err(Error::Runtime(
+            "running_mean and running_var must be defined in evaluation mode".into(),
+        ));
+    }
+    let (n, _, s) = ncs(input.shape());
+    if training && n * s == 1 {
+        return Err(Error::Value(format!(
+            "Expected more than 1 value per channel when training, got input size {}",
+            shape_str(input.shape())
+        )));
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn batch_norm_forward(
     input: &Tensor,
@@ -341,24 +370,8 @@ fn batch_norm_forward(
     };
     let w = param_values(weight, c, per_channel("weight"))?;
     let b = param_values(bias, c, per_channel("bias"))?;
-    if let Some(r) = running_mean {
-        check_running("running_mean", r, c)?;
-    }
-    if let Some(r) = running_var {
-        check_running("running_var", r, c)?;
-    }
-    if !training && (running_mean.is_none() || running_var.is_none()) {
-        return Err(Error::Runtime(
-            "running_mean and running_var must be defined in evaluation mode".into(),
-        ));
-    }
+    check_batch_norm_state(input, running_mean, running_var, training, c)?;
     let count = n * s;
-    if training && count == 1 {
-        return Err(Error::Value(format!(
-            "Expected more than 1 value per channel when training, got input size {}",
-            shape_str(input.shape())
-        )));
-    }
     let x = input.to_dtype(cd).contiguous();
     let nblocks = n * c;
     let chan = move |i: usize| i % c;
@@ -1205,24 +1218,8 @@ fn batch_norm_forward_cuda(
     };
     check_param(weight, c, per_channel("weight"))?;
     check_param(bias, c, per_channel("bias"))?;
-    if let Some(r) = running_mean {
-        check_running("running_mean", r, c)?;
-    }
-    if let Some(r) = running_var {
-        check_running("running_var", r, c)?;
-    }
-    if !training && (running_mean.is_none() || running_var.is_none()) {
-        return Err(Error::Runtime(
-            "running_mean and running_var must be defined in evaluation mode".into(),
-        ));
-    }
+    check_batch_norm_state(input, running_mean, running_var, training, c)?;
     let count = n * s;
-    if training && count == 1 {
-        return Err(Error::Value(format!(
-            "Expected more than 1 value per channel when training, got input size {}",
-            shape_str(input.shape())
-        )));
-    }
     let x = nn::contig(input, cd)?;
     let w = weight.map(|w| nn::contig(w, cd)).transpose()?;
     let b = bias.map(|b| nn::contig(b, cd)).transpose()?;
