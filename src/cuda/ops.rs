@@ -39,7 +39,6 @@ macro_rules! launch {
     }};
 }
 /// Shared with the other launcher modules of `src/cuda/` (nn, optimiser, random, indexing).
-#[allow(unused_imports)] // used by the launcher modules as they land
 pub(crate) use launch;
 
 /// The CUDA storage of `t`.
