@@ -400,6 +400,83 @@ def test_binary_cross_entropy(reduction):
         F.binary_cross_entropy(t([0.5, 0.5]), t([1.0]))
 
 
+def test_binary_cross_entropy_grad_at_saturated_probabilities():
+    # A sigmoid that rounded to exactly 0 or 1: PyTorch's gradient is
+    # w (x - y) / max(x (1 - x), 1e-12), finite (differentiating the clamped logs gave nan).
+    p = t([0.0, 1.0, 0.0, 1.0, 0.25, 1e-30], grad=True)
+    y = t([0.0, 1.0, 1.0, 0.0, 1.0, 1.0])
+    w = t([1.0, 1.0, 1.0, 2.0, 1.0, 1.0])
+    loss = F.binary_cross_entropy(p, y, weight=w, reduction="none")
+    np.testing.assert_allclose(loss.detach().numpy(),
+                               [0, 0, 100, 200, -math.log(0.25), -math.log(1e-30)])
+    loss.sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), [0, 0, -1e12, 2e12, -4.0, -1e12], rtol=1e-12)
+    # target gradient: w (log(1 - x) - log(x)), logs clamped at -100
+    p = t([0.0, 0.5, 0.75])
+    y = t([0.5, 0.5, 0.5], grad=True)
+    F.binary_cross_entropy(p, y, reduction="sum").backward()
+    np.testing.assert_allclose(y.grad.numpy(), [100.0, 0.0, math.log(0.25) - math.log(0.75)])
+
+
+def test_glu_prelu_and_metric_losses():
+    x = RNG.standard_normal((3, 4))
+    np.testing.assert_allclose(F.glu(t(x)).numpy(), x[:, :2] / (1 + np.exp(-x[:, 2:])))
+    np.testing.assert_allclose(nn.GLU(dim=0)(t(x[:2])).numpy(), x[:1] / (1 + np.exp(-x[1:2])))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        F.glu(t(x), dim=0)
+    img = RNG.standard_normal((2, 3, 2, 2))
+    prelu = nn.PReLU(3)
+    assert prelu.weight.shape == (3,) and prelu.weight.tolist() == [0.25] * 3
+    with ft.no_grad():
+        prelu.weight.copy_(ft.tensor([0.1, 0.2, 0.3]))
+    a = np.array([0.1, 0.2, 0.3]).reshape(1, 3, 1, 1)
+    out = prelu(t(img, np.float32))
+    np.testing.assert_allclose(out.detach().numpy(), np.where(img > 0, img, a * img),
+                               rtol=1e-6)
+    out.sum().backward()
+    np.testing.assert_allclose(prelu.weight.grad.numpy(),
+                               np.minimum(img, 0).sum(axis=(0, 2, 3)), rtol=1e-5)
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers"):
+        F.prelu(t(img), t([0.1, 0.2]))
+
+    x1, x2 = RNG.standard_normal(5), RNG.standard_normal(5)
+    y = np.array([1.0, -1.0, 1.0, -1.0, 1.0])
+    np.testing.assert_allclose(nn.MarginRankingLoss(margin=0.3)(t(x1), t(x2), t(y)).item(),
+                               np.maximum(0, -y * (x1 - x2) + 0.3).mean())
+    a, b = RNG.standard_normal((5, 4)), RNG.standard_normal((5, 4))
+    cos = (a * b).sum(1) / np.sqrt(((a * a).sum(1) + 1e-12) * ((b * b).sum(1) + 1e-12))
+    want = np.where(y == 1, 1 - cos, np.maximum(0, cos - 0.1))
+    got = nn.CosineEmbeddingLoss(margin=0.1, reduction="none")(t(a), t(b), t(y, np.int64))
+    np.testing.assert_allclose(got.numpy(), want)
+    n = RNG.standard_normal((5, 4))
+
+    def d(u, v):
+        return np.sqrt(((u - v + 1e-6) ** 2).sum(1))
+
+    want = np.maximum(d(a, b) - np.minimum(d(a, n), d(b, n)) + 1.0, 0).sum()
+    got = F.triplet_margin_loss(t(a), t(b), t(n), swap=True, reduction="sum")
+    np.testing.assert_allclose(got.item(), want)
+    np.testing.assert_allclose(nn.PairwiseDistance()(t(a), t(b)).numpy(), d(a, b))
+    np.testing.assert_allclose(nn.CosineSimilarity(dim=1)(t(a), t(b)).numpy(), cos, rtol=1e-9)
+
+
+def test_padding_modules():
+    x = ft.arange(12.0).reshape(1, 1, 3, 4)
+    for mod, mode in [(nn.ReflectionPad2d(1), "reflect"), (nn.ReplicationPad2d((1, 0, 2, 1)),
+                                                           "edge"),
+                      (nn.ZeroPad2d((0, 2, 1, 0)), "constant"), (nn.CircularPad2d(1), "wrap")]:
+        pads = mod.padding
+        np_pad = [(0, 0), (0, 0), (pads[2], pads[3]), (pads[0], pads[1])]
+        np.testing.assert_array_equal(mod(x).numpy(), np.pad(x.numpy(), np_pad, mode=mode))
+    got = nn.ConstantPad1d((2, 1), 3.5)(ft.ones(1, 2))
+    assert got.tolist() == [[3.5, 3.5, 1.0, 1.0, 3.5]]
+    assert repr(nn.ReflectionPad2d(1)) == "ReflectionPad2d((1, 1, 1, 1))"
+    assert repr(nn.ConstantPad1d(2, 3.5)) == "ConstantPad1d(padding=(2, 2), value=3.5)"
+    assert nn.ZeroPad3d(1)(ft.ones(1, 1, 1, 1, 1)).shape == (1, 1, 3, 3, 3)
+    with pytest.raises(ValueError, match="padding must be"):
+        nn.ReflectionPad2d((1, 1))
+
+
 @needs_sum
 @pytest.mark.parametrize("reduction", RED)
 def test_bce_with_logits_pos_weight_and_stability(reduction):

@@ -70,6 +70,30 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+def prelu(input, weight):
+    """x if x >= 0 else weight * x, with ``weight`` (one value, or one per channel, dim 1)
+    learnable."""
+    if weight.numel() != 1:
+        if input.ndim < 2 or input.shape[1] != weight.numel():
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {weight.numel()} and channel size = "
+                f"{input.shape[1] if input.ndim >= 2 else 1}.")
+        weight = weight.reshape(-1, *([1] * (input.ndim - 2)))
+    return input.relu() - (-input).relu() * weight
+
+
+def glu(input, dim=-1):
+    """``a * sigmoid(b)`` where ``a``, ``b`` are the two halves of ``input`` along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} "
+                           f"is size {input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
 def elu(input, alpha=1.0, inplace=False):
     """x if x > 0 else alpha * (exp(x) - 1)."""
     neg = (input.minimum(_scalar(0.0, input)).exp() - 1) * alpha
@@ -305,6 +329,40 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     n1 = (x1 * x1).sum(dim).sqrt()
     n2 = (x2 * x2).sum(dim).sqrt()
     return (x1 * x2).sum(dim) / (n1 * n2).maximum(_scalar(eps, n1))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -y (x1 - x2) + margin)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0.0), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` where ``y == 1``, ``max(0, cos(x1, x2) - margin)`` where
+    ``y == -1`` (cosine along the last dim, with PyTorch's 1e-12 guard)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
+    cos = prod / mag.sqrt()
+    zeros = cos * 0
+    pos = _C.where(target == 1, 1 - cos, zeros)
+    neg = _C.where(target == -1, (cos - margin).clamp_min(0.0), zeros)
+    return _reduce(pos + neg, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the pairwise p-norm distance;
+    ``swap`` uses ``min(d(a, n), d(p, n))`` for the negative distance."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -614,13 +672,36 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         lo, hi = float(input.detach().min().item()), float(input.detach().max().item())
         if lo < 0 or hi > 1:
             raise RuntimeError("all elements of input should be between 0 and 1")
-    floor = _scalar(-100.0, input)
-    log_x = input.log().maximum(floor)
-    log_1mx = (-input).log1p().maximum(floor)
-    loss = -(target * log_x + (1 - target) * log_1mx)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _reduce(_BinaryCrossEntropy.apply(input, target, weight), reduction)
+
+
+class _BinaryCrossEntropy(Function):
+    """Elementwise ``-w (y log x + (1 - y) log(1 - x))`` with PyTorch's backward,
+    ``w (x - y) / max(x (1 - x), 1e-12)``: finite where ``x`` is exactly 0 or 1 (a sigmoid
+    that saturated), where differentiating the clamped logs would give 0 * inf = nan."""
+
+    @staticmethod
+    def forward(ctx, input, target, weight):
+        floor = _scalar(-100.0, input)
+        log_x = input.log().maximum(floor)
+        log_1mx = (-input).log1p().maximum(floor)
+        ctx.save_for_backward(input, target, weight)
+        loss = -(target * log_x + (1 - target) * log_1mx)
+        return loss if weight is None else loss * weight
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target, weight = ctx.saved_tensors
+        if weight is not None:
+            grad = grad * weight
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            denom = ((1 - input) * input).clamp_min(1e-12)
+            grad_input = grad * (input - target) / denom
+        if ctx.needs_input_grad[1]:
+            floor = _scalar(-100.0, input)
+            grad_target = grad * ((-input).log1p().maximum(floor) - input.log().maximum(floor))
+        return grad_input, grad_target, None
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,

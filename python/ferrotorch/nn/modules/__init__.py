@@ -24,3 +24,5 @@ from ferrotorch.nn.modules.normalization import (  # noqa: F401
     GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm,
 )
 from ferrotorch.nn.modules.conv import *  # noqa: F401,F403
+from ferrotorch.nn.modules.padding import *  # noqa: F401,F403
+from ferrotorch.nn.modules.distance import *  # noqa: F401,F403

@@ -6,7 +6,7 @@ from ferrotorch.nn.modules.module import Module
 __all__ = [
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "Softmin", "Softplus", "Hardtanh", "Hardsigmoid",
-    "Hardswish", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold",
+    "Hardswish", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold", "PReLU", "GLU",
 ]
 
 
@@ -116,6 +116,48 @@ class Hardsigmoid(_InplaceActivation):
 class Hardswish(_InplaceActivation):
     def forward(self, input):
         return F.hardswish(input, self.inplace)
+
+
+class PReLU(Module):
+    r"""``x if x >= 0 else a * x`` with a learnable slope ``a`` (one, or one per channel)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        from ferrotorch import _C
+        from ferrotorch.nn.parameter import Parameter
+
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_C.full((num_parameters,), float(init),
+                                        dtype=dtype or _C.get_default_dtype()))
+        if device is not None:
+            self.weight.data = self.weight.data.to(device)
+
+    def reset_parameters(self):
+        from ferrotorch.autograd.grad_mode import no_grad
+
+        with no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class GLU(Module):
+    r"""Gated linear unit: ``a * sigmoid(b)`` for the two halves of the input along ``dim``."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 class Tanh(Module):

@@ -6,7 +6,8 @@ from ferrotorch.nn.modules.module import Module
 
 __all__ = [
     "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
-    "BCEWithLogitsLoss", "KLDivLoss",
+    "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
+    "TripletMarginLoss",
 ]
 
 
@@ -112,3 +113,40 @@ class KLDivLoss(_Loss):
 
     def forward(self, input, target):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class MarginRankingLoss(_Loss):
+    r"""``max(0, -y (x1 - x2) + margin)``."""
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                     reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    r"""``1 - cos(x1, x2)`` for ``y = 1``, ``max(0, cos(x1, x2) - margin)`` for ``y = -1``."""
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                       reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    r"""``max(d(a, p) - d(a, n) + margin, 0)``."""
+
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
+                 reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                     eps=self.eps, swap=self.swap, reduction=self.reduction)
