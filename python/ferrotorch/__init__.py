@@ -11,9 +11,11 @@ from ferrotorch._C import *  # the native API
 from ferrotorch._C import Tensor, device, dtype
 from ferrotorch._size import Size
 from ferrotorch import _tensor_str  # installs Tensor.__repr__/__str__
+from ferrotorch._tensor_str import set_printoptions
 from ferrotorch._functions import *
 from ferrotorch._indexing import *
 from ferrotorch._reduce import *
+from ferrotorch._compare import *
 from ferrotorch import return_types
 from ferrotorch import autograd, viz
 from ferrotorch.autograd.grad_mode import (
