@@ -241,6 +241,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             ctx = _default_context()
         if isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
+        self._start_method = ctx.get_start_method()
         self._worker_init_fn = loader.worker_init_fn
         self._worker_result_queue = ctx.Queue()
         self._workers_done_event = ctx.Event()
@@ -302,8 +303,18 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             failed = [w for w in self._workers if not w.is_alive()]
             if failed:
                 pids = ", ".join(str(w.pid) for w in failed)
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") \
-                    from None
+                msg = f"DataLoader worker (pid(s) {pids}) exited unexpectedly"
+                method = self._start_method
+                if method != "fork":
+                    msg += (
+                        f" (exit code(s) {', '.join(str(w.exitcode) for w in failed)}). "
+                        f"Workers are started with the '{method}' method, which re-imports "
+                        "the main script in each worker: a script that iterates a DataLoader "
+                        "with num_workers > 0 at module level must put that code under "
+                        "`if __name__ == '__main__':`. The worker's own traceback, if any, "
+                        "is printed above."
+                    )
+                raise RuntimeError(msg) from None
             return False, None
 
     def _get_data(self):
