@@ -16,8 +16,11 @@ from ferrotorch._functions import *
 from ferrotorch._indexing import *
 from ferrotorch._reduce import *
 from ferrotorch._compare import *
+from ferrotorch._stats import *  # quantile, cov, trapezoid, combinations, logcumsumexp...
 from ferrotorch import return_types
 from ferrotorch import autograd, viz
+from ferrotorch import special  # torch.special
+from ferrotorch.special import i0  # torch.i0
 from ferrotorch.autograd.grad_mode import (
     enable_grad,
     inference_mode,

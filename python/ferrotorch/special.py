@@ -1,0 +1,240 @@
+"""``torch.special``: the special functions that can be written with the existing tensor ops
+(so autograd flows through them). Functions that need dedicated kernels (gammaln, digamma,
+polygamma, zeta, the Bessel functions other than i0, erfcx...) are not provided."""
+
+import math
+
+from ferrotorch import _C
+from ferrotorch._compare import logit as _logit
+
+Tensor = _C.Tensor
+
+__all__ = [
+    "expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "logsumexp",
+    "softmax", "log_softmax", "xlogy", "xlog1py", "sinc", "entr", "ndtr", "ndtri", "log_ndtr",
+    "round", "i0", "i0e",
+]
+
+_SQRT1_2 = math.sqrt(0.5)
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _tensor(x, like=None):
+    if isinstance(x, Tensor):
+        return x
+    return _C.tensor(x, dtype=like.dtype if like is not None and like.is_floating_point()
+                     else None)
+
+
+def _floating(x):
+    """The input as a floating tensor (integers and bools go to the default dtype)."""
+    x = _tensor(x)
+    return x if x.is_floating_point() else x.to(_C.get_default_dtype())
+
+
+def _scalar(value, like):
+    return _C.full((), value, dtype=like.dtype)
+
+
+def _out(result, out):
+    if out is None:
+        return result
+    out.copy_(result)
+    return out
+
+
+def expit(input, *, out=None):
+    """The logistic sigmoid ``1 / (1 + exp(-input))``."""
+    return _out(_floating(input).sigmoid(), out)
+
+
+def logit(input, eps=None, *, out=None):
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    return _out(_logit(_floating(input), eps), out)
+
+
+def erf(input, *, out=None):
+    return _out(_tensor(input).erf(), out)
+
+
+def erfc(input, *, out=None):
+    return _out(_tensor(input).erfc(), out)
+
+
+def erfinv(input, *, out=None):
+    return _out(_tensor(input).erfinv(), out)
+
+
+def exp2(input, *, out=None):
+    return _out(_tensor(input).exp2(), out)
+
+
+def expm1(input, *, out=None):
+    return _out(_tensor(input).expm1(), out)
+
+
+def log1p(input, *, out=None):
+    return _out(_tensor(input).log1p(), out)
+
+
+def sinc(input, *, out=None):
+    """``sin(pi x) / (pi x)`` (1 at 0)."""
+    return _out(_tensor(input).sinc(), out)
+
+
+def round(input, *, decimals=0, out=None):  # noqa: A001 (PyTorch's name)
+    """Round half to even, to ``decimals`` decimal places."""
+    return _out(_tensor(input).round(decimals=decimals), out)
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    return _out(input.logsumexp(dim, keepdim=keepdim), out)
+
+
+def softmax(input, dim, *, dtype=None):
+    return input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    return input.log_softmax(dim, dtype=dtype)
+
+
+def _pair(input, other):
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError("expected at least one of input and other to be a Tensor")
+    input = _tensor(input, other if isinstance(other, Tensor) else None)
+    other = _tensor(other, input)
+    return _floating(input), _floating(other)
+
+
+def xlogy(input, other, *, out=None):
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    input, other = _pair(input, other)
+    return _out(input.xlogy(other), out)
+
+
+def xlog1py(input, other, *, out=None):
+    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN). The gradient
+    for ``input`` is ``log1p(other)`` (0 where ``input`` is 0 and ``other <= -1``)."""
+    x, y = _pair(input, other)
+    zero_x = x == 0
+    # Where x is 0, a pole (y <= -1) is never evaluated, so it gives no inf/NaN gradient.
+    safe_y = _C.where(zero_x & (y <= -1), _C.zeros((), dtype=y.dtype), y)
+    log = safe_y.log1p()
+    result = x * log
+    result = _C.where(zero_x & log.isinf(), _C.zeros((), dtype=result.dtype), result)
+    return _out(result, out)
+
+
+def entr(input, *, out=None):
+    """Elementwise entropy ``-x ln x`` (0 at 0, -inf for negative x)."""
+    x = _floating(input)
+    positive = x > 0
+    safe = _C.where(positive, x, _C.ones((), dtype=x.dtype))
+    value = -safe * safe.log()
+    zero = _C.zeros((), dtype=x.dtype)
+    other = _C.where(x == 0, zero, _C.where(x < 0, _scalar(-math.inf, x), x))  # NaN stays
+    return _out(_C.where(positive, value, other), out)
+
+
+def ndtr(input, *, out=None):
+    """The standard normal CDF, ``erfc(-x / sqrt(2)) / 2`` (accurate in the lower tail)."""
+    x = _floating(input)
+    return _out((x * -_SQRT1_2).erfc() * 0.5, out)
+
+
+def _normal_pdf(x):
+    return (x.square() * -0.5 - _LOG_SQRT_2PI).exp()
+
+
+def ndtri(input, *, out=None):
+    """The inverse of :func:`ndtr` (the standard normal quantile function): -inf at 0, inf at
+    1, NaN outside [0, 1]. Computed on the lower half ``q = min(p, 1 - p)``: a rational
+    first guess (Abramowitz & Stegun 26.2.23), then Newton steps on ``ndtr(x) = q`` with
+    ``ndtr`` from ``erfc`` (so tiny ``p`` keep their relative accuracy); the gradient is
+    ``1 / pdf(x)``."""
+    p = _floating(input)
+    upper = p > 0.5
+    q = _C.where(upper, 1 - p, p)
+    valid = (q > 0) & (q <= 0.5)  # False for 0, NaN and out-of-range values
+    q = _C.where(valid, q, _scalar(0.25, q))
+    t = (q.log() * -2.0).sqrt()
+    x = -(t - (2.515517 + t * (0.802853 + t * 0.010328))
+          / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
+    for _ in range(3):
+        x = x - (ndtr(x) - q) / _normal_pdf(x)
+    x = _C.where(upper, -x, x)
+    edge = _C.where(p == 0, _scalar(-math.inf, p),
+                    _C.where(p == 1, _scalar(math.inf, p), _scalar(math.nan, p)))
+    return _out(_C.where(valid, x, edge), out)
+
+
+def log_ndtr(input, *, out=None):
+    """``log(ndtr(x))``, accurate in both tails: ``log1p(-erfc(x / sqrt(2)) / 2)`` from -1 up,
+    ``log(erfc(-x / sqrt(2)) / 2)`` below, and the asymptotic (Mills ratio) expansion
+    ``-x^2/2 - log(-x) - log(sqrt(2 pi)) + log(1 - 1/x^2 + 3/x^4 - ...)`` far in the lower
+    tail, where ``erfc`` would underflow."""
+    x = _floating(input)
+    far = 20.0 if x.dtype == _C.float64 else 10.0
+    # Each branch sees its input clamped to its own range, so no branch produces inf/NaN
+    # values or gradients that the selection would multiply by zero.
+    hi = x.clamp_min(-1.0)
+    mid = x.clamp(-far, -1.0)
+    lo = x.clamp_max(-far)
+    upper = (-(hi * _SQRT1_2).erfc() * 0.5).log1p()
+    middle = ((mid * -_SQRT1_2).erfc() * 0.5).log()
+    inv2 = lo.square().reciprocal()
+    series = _C.ones((), dtype=x.dtype)
+    term = _C.ones((), dtype=x.dtype)
+    for k in range(1, 11):
+        term = term * inv2 * -(2 * k - 1)
+        series = series + term
+    lower = lo.square() * -0.5 - (-lo).log() - _LOG_SQRT_2PI + series.log()
+    result = _C.where(x >= -1.0, upper, _C.where(x > -far, middle, lower))
+    result = _C.where(x.isnan(), x, result)
+    return _out(result, out)
+
+
+# i0: the power series sum (x^2/4)^k / (k!)^2 (positive terms, no cancellation) up to |x| = 30,
+# the asymptotic expansion e^x / sqrt(2 pi x) * sum ((2k-1)!!)^2 / (k! (8x)^k) beyond.
+_I0_TERMS = 60
+_I0_SWITCH = 30.0
+
+
+def _i0_parts(x):
+    """(small, large, switch): the series value for |x| <= 30 and the asymptotic sum without
+    its e^|x| / sqrt(2 pi |x|) factor for |x| > 30, each on a clamped copy of |x|."""
+    a = x.abs()
+    small = a.clamp_max(_I0_SWITCH)
+    y = small.square() * 0.25
+    # Nested as 1 + y/1^2 (1 + y/2^2 (1 + ...)): no tiny 1/(k!)^2 coefficients (float32).
+    series = _C.ones((), dtype=x.dtype)
+    for k in range(_I0_TERMS - 1, 0, -1):
+        series = series * y * (1.0 / (k * k)) + 1.0
+    large = a.clamp_min(_I0_SWITCH)
+    term = _C.ones((), dtype=x.dtype)
+    asym = _C.ones((), dtype=x.dtype)
+    for k in range(1, 20):
+        term = term * ((2 * k - 1) ** 2 / (8.0 * k)) / large
+        asym = asym + term
+    return series, asym / (large * (2 * math.pi)).sqrt(), large, a <= _I0_SWITCH
+
+
+def i0(input, *, out=None):
+    """The modified Bessel function of the first kind of order 0."""
+    x = _floating(input)
+    series, asym, large, small = _i0_parts(x)
+    half = (large * 0.5).exp()  # e^x as e^(x/2) twice: finite up to x ~ 713
+    result = _C.where(small, series, half * (half * asym))
+    return _out(result, out)
+
+
+def i0e(input, *, out=None):
+    """The exponentially scaled ``i0``: ``exp(-|x|) * i0(x)``."""
+    x = _floating(input)
+    series, asym, _, small = _i0_parts(x)
+    scaled = series * (-x.abs().clamp_max(_I0_SWITCH)).exp()
+    return _out(_C.where(small, scaled, asym), out)
+
+
+Tensor.i0 = lambda self: i0(self)
