@@ -10,6 +10,7 @@
 
 use rayon::prelude::*;
 
+use crate::cpu::simd::with_avx2;
 use crate::cpu::strided::{chunk_len, PAR_THRESHOLD};
 use crate::cuda::optim_ops as cuda_optim;
 use crate::dtype::{DType, Element, FloatElement};
@@ -564,7 +565,7 @@ fn update<T: FloatElement>(
         s.push(unsafe { &mut t.storage_slice_mut::<T>()?[range(t)] });
     }
     if n < PAR_THRESHOLD {
-        kernel(p, g, &mut s);
+        with_avx2(|| kernel(p, g, &mut s));
         return Ok(());
     }
     let chunk = chunk_len(n);
@@ -581,6 +582,6 @@ fn update<T: FloatElement>(
         })
         .collect();
     jobs.into_par_iter()
-        .for_each(|(pc, gc, mut sc)| kernel(pc, gc, &mut sc));
+        .for_each(|(pc, gc, mut sc)| with_avx2(|| kernel(pc, gc, &mut sc)));
     Ok(())
 }

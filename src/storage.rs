@@ -29,6 +29,16 @@ unsafe impl Send for CpuStorage {}
 // SAFETY: see above.
 unsafe impl Sync for CpuStorage {}
 
+/// The owner of a buffer we allocated: when the storage goes, the buffer goes back to the
+/// recycling pool (big ones only; see `cpu::alloc`).
+struct Recycled<T: Element>(Vec<T>);
+
+impl<T: Element> Drop for Recycled<T> {
+    fn drop(&mut self) {
+        crate::cpu::alloc::recycle(std::mem::take(&mut self.0));
+    }
+}
+
 impl CpuStorage {
     pub fn from_vec<T: Element>(mut v: Vec<T>) -> Self {
         let len = v.len();
@@ -39,7 +49,7 @@ impl CpuStorage {
             len,
             dtype: T::DTYPE,
             writable: true,
-            _owner: Box::new(v),
+            _owner: Box::new(Recycled(v)),
         }
     }
 
@@ -85,7 +95,7 @@ impl CpuStorage {
     /// True when the memory is a `Vec` allocated by ferrotorch (not foreign memory such as a
     /// NumPy array or a DLPack capsule that someone else may also be using).
     pub fn owns_vec(&self) -> bool {
-        crate::with_dtype!(self.dtype, T, { self._owner.is::<Vec<T>>() })
+        crate::with_dtype!(self.dtype, T, { self._owner.is::<Recycled<T>>() })
     }
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()

@@ -128,10 +128,10 @@ impl Plan {
 }
 
 /// Gather `src` through `plan` into a new row-major buffer.
-pub fn gather<T: Copy + Send + Sync + Default>(src: &[T], plan: &Plan) -> Vec<T> {
+pub fn gather<T: Copy + Send + Sync + Default + 'static>(src: &[T], plan: &Plan) -> Vec<T> {
     let ni = plan.inner.len();
     let n = plan.numel();
-    let mut out = crate::cpu::alloc::output_vec::<T>(n);
+    let mut out = crate::cpu::alloc::output_vec_for_overwrite::<T>(n);
     if n == 0 {
         return out;
     }

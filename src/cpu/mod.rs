@@ -5,5 +5,6 @@ pub mod gather;
 pub mod linalg;
 pub mod matmul;
 pub mod reduce;
+pub mod simd;
 pub mod sort;
 pub mod strided;

@@ -5,6 +5,7 @@
 // Index loops over the N operands read more clearly than zipped iterators here.
 #![allow(clippy::needless_range_loop)]
 
+use crate::cpu::simd::with_avx2;
 use crate::layout::{Dims, Layout};
 use rayon::prelude::*;
 
@@ -131,13 +132,13 @@ pub fn offsets(layout: &Layout) -> Vec<usize> {
 }
 
 /// `out[i] = f(src[element i of layout])`, parallel for large tensors.
-pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
+pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default + 'static>(
     src: &[T],
     layout: &Layout,
     f: impl Fn(T) -> U + Sync + Send,
 ) -> Vec<U> {
     let n = layout.numel();
-    let mut out = crate::cpu::alloc::output_vec::<U>(n);
+    let mut out = crate::cpu::alloc::output_vec_for_overwrite::<U>(n);
     if n == 0 {
         return out;
     }
@@ -147,9 +148,9 @@ pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
             let cl = chunk_len(n);
             out.par_chunks_mut(cl)
                 .zip(src.par_chunks(cl))
-                .for_each(|(o, s)| o.iter_mut().zip(s).for_each(|(o, &s)| *o = f(s)));
+                .for_each(|(o, s)| map_slice(o, s, &f));
         } else {
-            out.iter_mut().zip(src).for_each(|(o, &s)| *o = f(s));
+            map_slice(&mut out, src, &f);
         }
         return out;
     }
@@ -162,9 +163,7 @@ pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
             start + o.len(),
             |[off], len, [st]| {
                 if st == 1 {
-                    for (dst, &s) in o[w..w + len].iter_mut().zip(&src[off..off + len]) {
-                        *dst = f(s);
-                    }
+                    map_slice(&mut o[w..w + len], &src[off..off + len], &f);
                 } else {
                     for i in 0..len {
                         o[w + i] = f(src[off + i * st]);
@@ -186,7 +185,11 @@ pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
 }
 
 /// `out[i] = f(a[i], b[i])` where both layouts already have the output's (broadcast) shape.
-pub fn map2<A: Copy + Send + Sync, B: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
+pub fn map2<
+    A: Copy + Send + Sync,
+    B: Copy + Send + Sync,
+    U: Copy + Send + Sync + Default + 'static,
+>(
     a: &[A],
     la: &Layout,
     b: &[B],
@@ -194,7 +197,7 @@ pub fn map2<A: Copy + Send + Sync, B: Copy + Send + Sync, U: Copy + Send + Sync 
     f: impl Fn(A, B) -> U + Sync + Send,
 ) -> Vec<U> {
     let n = la.numel();
-    let mut out = crate::cpu::alloc::output_vec::<U>(n);
+    let mut out = crate::cpu::alloc::output_vec_for_overwrite::<U>(n);
     if n == 0 {
         return out;
     }
@@ -205,15 +208,9 @@ pub fn map2<A: Copy + Send + Sync, B: Copy + Send + Sync, U: Copy + Send + Sync 
             let cl = chunk_len(n);
             out.par_chunks_mut(cl)
                 .zip(a.par_chunks(cl).zip(b.par_chunks(cl)))
-                .for_each(|(o, (a, b))| {
-                    for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
-                        *o = f(x, y);
-                    }
-                });
+                .for_each(|(o, (a, b))| zip_slices(o, a, b, &f));
         } else {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                *o = f(x, y);
-            }
+            zip_slices(&mut out, a, b, &f);
         }
         return out;
     }
@@ -227,24 +224,14 @@ pub fn map2<A: Copy + Send + Sync, B: Copy + Send + Sync, U: Copy + Send + Sync 
             |[oa, ob], len, [sa, sb]| {
                 let o = &mut o[w..w + len];
                 match (sa, sb) {
-                    (1, 1) => {
-                        for ((o, &x), &y) in
-                            o.iter_mut().zip(&a[oa..oa + len]).zip(&b[ob..ob + len])
-                        {
-                            *o = f(x, y);
-                        }
-                    }
+                    (1, 1) => zip_slices(o, &a[oa..oa + len], &b[ob..ob + len], &f),
                     (1, 0) => {
                         let y = b[ob];
-                        for (o, &x) in o.iter_mut().zip(&a[oa..oa + len]) {
-                            *o = f(x, y);
-                        }
+                        map_slice(o, &a[oa..oa + len], &|x| f(x, y));
                     }
                     (0, 1) => {
                         let x = a[oa];
-                        for (o, &y) in o.iter_mut().zip(&b[ob..ob + len]) {
-                            *o = f(x, y);
-                        }
+                        map_slice(o, &b[ob..ob + len], &|y| f(x, y));
                     }
                     _ => {
                         for (i, o) in o.iter_mut().enumerate() {
@@ -265,6 +252,93 @@ pub fn map2<A: Copy + Send + Sync, B: Copy + Send + Sync, U: Copy + Send + Sync 
         run_chunk(0, &mut out);
     }
     out
+}
+
+/// `out[i] = f(src[i])` over two equally long slices: the vectorisable inner loop.
+#[inline(always)]
+fn map_slice<T: Copy, U: Copy>(out: &mut [U], src: &[T], f: &impl Fn(T) -> U) {
+    with_avx2(|| {
+        for (o, &s) in out.iter_mut().zip(src) {
+            *o = f(s);
+        }
+    })
+}
+
+/// `out[i] = f(a[i], b[i])` over three equally long slices.
+#[inline(always)]
+fn zip_slices<A: Copy, B: Copy, U: Copy>(out: &mut [U], a: &[A], b: &[B], f: &impl Fn(A, B) -> U) {
+    with_avx2(|| {
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            *o = f(x, y);
+        }
+    })
+}
+
+/// In place `dst[i] = f(dst[i])` over a contiguous destination, parallel when large.
+pub fn update1<T: Copy + Send + Sync>(dst: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
+    let run = |d: &mut [T]| {
+        with_avx2(|| {
+            for v in d.iter_mut() {
+                *v = f(*v);
+            }
+        })
+    };
+    if dst.len() >= PAR_THRESHOLD {
+        let cl = chunk_len(dst.len());
+        dst.par_chunks_mut(cl).for_each(run);
+    } else {
+        run(dst);
+    }
+}
+
+/// In place `dst[i] = f(dst[i], src[element i of ls])` over a contiguous destination; `ls`
+/// already has the destination's (row-major) shape, broadcast applied. Parallel when large.
+/// `src` must not alias `dst` (the borrow checker sees to it).
+pub fn update2<T: Copy + Send + Sync, S: Copy + Send + Sync>(
+    dst: &mut [T],
+    src: &[S],
+    ls: &Layout,
+    f: impl Fn(T, S) -> T + Sync + Send,
+) {
+    let n = dst.len();
+    debug_assert_eq!(n, ls.numel());
+    if n == 0 {
+        return;
+    }
+    let c = coalesce(&ls.shape, [&ls.strides]);
+    let run_chunk = |start: usize, d: &mut [T]| {
+        let mut w = 0;
+        c.for_each_run([ls.offset], start, start + d.len(), |[os], len, [st]| {
+            let d = &mut d[w..w + len];
+            with_avx2(|| match st {
+                1 => {
+                    for (d, &y) in d.iter_mut().zip(&src[os..os + len]) {
+                        *d = f(*d, y);
+                    }
+                }
+                0 => {
+                    let y = src[os];
+                    for d in d.iter_mut() {
+                        *d = f(*d, y);
+                    }
+                }
+                _ => {
+                    for (i, d) in d.iter_mut().enumerate() {
+                        *d = f(*d, src[os + i * st]);
+                    }
+                }
+            });
+            w += len;
+        });
+    };
+    if n >= PAR_THRESHOLD {
+        let cl = chunk_len(n);
+        dst.par_chunks_mut(cl)
+            .enumerate()
+            .for_each(|(ci, d)| run_chunk(ci * cl, d));
+    } else {
+        run_chunk(0, dst);
+    }
 }
 
 /// In place: `dst[e] = f(dst[e], src[e])` for every element `e` of `ld`, where `ls` has

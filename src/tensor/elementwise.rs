@@ -231,6 +231,67 @@ impl UnaryOp {
     }
 }
 
+/// `$m!(closure)` with the float closure for binary `$op` on element type `$T`: one
+/// monomorphised loop per op (no per-element dispatch), so the simple ones vectorise.
+macro_rules! float_binary_fn {
+    ($op:expr, $T:ty, $m:ident) => {{
+        use BinaryOp::*;
+        match $op {
+            Add => $m!($T, |x: $T, y: $T| x + y),
+            Sub => $m!($T, |x: $T, y: $T| x - y),
+            Mul => $m!($T, |x: $T, y: $T| x * y),
+            Div => $m!($T, |x: $T, y: $T| x / y),
+            FloorDiv => $m!($T, div_floor_float::<$T>),
+            Remainder => $m!($T, |x: $T, y: $T| {
+                let r = x % y;
+                if r != 0.0 as $T && ((r < 0.0 as $T) != (y < 0.0 as $T)) {
+                    r + y
+                } else {
+                    r
+                }
+            }),
+            Pow => $m!($T, |x: $T, y: $T| x.powf(y)),
+            Atan2 => $m!($T, |x: $T, y: $T| x.atan2(y)),
+            Maximum => $m!($T, |x: $T, y: $T| if x.is_nan() || x > y {
+                x
+            } else {
+                y // also propagates a NaN in y
+            }),
+            Minimum => $m!($T, |x: $T, y: $T| if x.is_nan() || x < y {
+                x
+            } else {
+                y // also propagates a NaN in y
+            }),
+            _ => unreachable!("{:?} is not float arithmetic", $op),
+        }
+    }};
+}
+
+/// `$m!(closure)` with the float closure for unary `$op` on element type `$T`. The cheap,
+/// vectorisable ops get a loop of their own (the op is a constant inside it, so
+/// `float_unary`'s dispatch folds away); the libm-bound rest share one loop.
+macro_rules! float_unary_fn {
+    ($op:expr, $T:ty, $m:ident) => {{
+        use UnaryOp::*;
+        match $op {
+            Neg => $m!(|v: $T| float_unary(Neg, v)),
+            Abs => $m!(|v: $T| float_unary(Abs, v)),
+            Sign => $m!(|v: $T| float_unary(Sign, v)),
+            Sqrt => $m!(|v: $T| float_unary(Sqrt, v)),
+            Rsqrt => $m!(|v: $T| float_unary(Rsqrt, v)),
+            Reciprocal => $m!(|v: $T| float_unary(Reciprocal, v)),
+            Square => $m!(|v: $T| float_unary(Square, v)),
+            Relu => $m!(|v: $T| float_unary(Relu, v)),
+            Floor => $m!(|v: $T| float_unary(Floor, v)),
+            Ceil => $m!(|v: $T| float_unary(Ceil, v)),
+            Trunc => $m!(|v: $T| float_unary(Trunc, v)),
+            Frac => $m!(|v: $T| float_unary(Frac, v)),
+            Round => $m!(|v: $T| float_unary(Round, v)),
+            op => $m!(|v: $T| float_unary(op, v)),
+        }
+    }};
+}
+
 /// Float maths for one element; `None` for ops that are not float->float.
 #[inline(always)]
 fn float_unary<T: FloatElement>(op: UnaryOp, x: T) -> T {
@@ -382,11 +443,67 @@ impl Tensor {
     /// In place `self = self (op) other`. The result dtype must be castable to `self`'s
     /// dtype under PyTorch's rules (no float result into an integer tensor).
     pub fn binary_(&self, other: &Tensor, op: BinaryOp) -> Result<()> {
+        if self.writes_directly(&[other]) {
+            let common = ResultType::new()
+                .tensor(self.dtype(), self.ndim())
+                .tensor(other.dtype(), other.ndim())
+                .finish();
+            if self.binary_into_self(other, op, common)? {
+                return Ok(());
+            }
+        }
         self.inplace(&[other], op.name(), |me| me.binary(other, op))
     }
 
     pub fn binary_scalar_(&self, s: Scalar, op: BinaryOp) -> Result<()> {
+        if self.writes_directly(&[]) && matches!(s, Scalar::Float(_) | Scalar::Int(_)) {
+            let common = ResultType::new()
+                .tensor(self.dtype(), self.ndim())
+                .scalar(s)
+                .finish();
+            if self.binary_into_self(&Tensor::scalar(s, common), op, common)? {
+                return Ok(());
+            }
+        }
         self.inplace(&[], op.name(), |me| me.binary_scalar(s, op, false))
+    }
+
+    /// `self = self (op) other` computed straight into `self`'s memory, for float32/64
+    /// arithmetic whose result has `self`'s dtype and shape. `Ok(false)`: not such a case
+    /// (the caller takes the general path, which also reports any error).
+    fn binary_into_self(&self, other: &Tensor, op: BinaryOp, common: DType) -> Result<bool> {
+        let dt = self.dtype();
+        if !matches!(dt, DType::F32 | DType::F64) || op.is_comparison() || op.is_logical() {
+            return Ok(false);
+        }
+        match op.dtypes(common) {
+            Ok((compute, out)) if compute == dt && out == dt => {}
+            _ => return Ok(false),
+        }
+        let Ok(lb) = other.layout().broadcast_to(op.name(), self.shape()) else {
+            return Ok(false);
+        };
+        let other = other.to_dtype(dt);
+        let n = self.numel();
+        let off = self.storage_offset();
+        with_float_dtype!(
+            dt,
+            T,
+            {
+                let src = other.storage_slice::<T>()?;
+                // SAFETY: `writes_directly` checked that no operand shares `self`'s storage
+                // (`other.to_dtype` of a different storage is a different storage too).
+                let dst = unsafe { &mut self.storage_slice_mut::<T>()?[off..off + n] };
+                macro_rules! update {
+                    ($T2:ty, $f:expr) => {
+                        strided::update2(dst, src, &lb, $f)
+                    };
+                }
+                float_binary_fn!(op, T, update);
+            },
+            unreachable!()
+        );
+        Ok(true)
     }
 
     /// Write an op's result into `self` (checking PyTorch's in-place cast rule).
@@ -552,10 +669,12 @@ impl Tensor {
             T,
             {
                 let s = x.storage_slice::<T>()?;
-                Tensor::from_vec_unchecked(
-                    strided::map1(s, x.layout(), |v: T| float_unary(op, v)),
-                    self.shape(),
-                )
+                macro_rules! map {
+                    ($f:expr) => {
+                        strided::map1(s, x.layout(), $f)
+                    };
+                }
+                Tensor::from_vec_unchecked(float_unary_fn!(op, T, map), self.shape())
             },
             unreachable!()
         );
@@ -564,6 +683,38 @@ impl Tensor {
 
     /// Apply a unary op in place.
     pub fn unary_(&self, op: UnaryOp) -> Result<()> {
+        let float_to_float = !matches!(
+            op,
+            UnaryOp::LogicalNot
+                | UnaryOp::BitNot
+                | UnaryOp::IsNan
+                | UnaryOp::IsInf
+                | UnaryOp::IsFinite
+                | UnaryOp::IsPosInf
+                | UnaryOp::IsNegInf
+        );
+        if float_to_float && self.writes_directly(&[]) {
+            let (n, off) = (self.numel(), self.storage_offset());
+            let done = with_float_dtype!(
+                self.dtype(),
+                T,
+                {
+                    // SAFETY: `writes_directly`: a contiguous CPU tensor and no other operand.
+                    let dst = unsafe { &mut self.storage_slice_mut::<T>()?[off..off + n] };
+                    macro_rules! update {
+                        ($f:expr) => {
+                            strided::update1(dst, $f)
+                        };
+                    }
+                    float_unary_fn!(op, T, update);
+                    true
+                },
+                false
+            );
+            if done {
+                return Ok(());
+            }
+        }
         self.inplace(&[], op.name(), |me| me.unary(op))
     }
 }
@@ -629,41 +780,7 @@ fn binary_kernel(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<
             _ => unreachable!("checked in dtypes()"),
         }
     } else if compute.category() == Category::Float {
-        with_float_dtype!(
-            compute,
-            T,
-            {
-                match op {
-                    Add => run!(T, |x: T, y: T| x + y),
-                    Sub => run!(T, |x: T, y: T| x - y),
-                    Mul => run!(T, |x: T, y: T| x * y),
-                    Div => run!(T, |x: T, y: T| x / y),
-                    FloorDiv => run!(T, div_floor_float::<T>),
-                    Remainder => run!(T, |x: T, y: T| {
-                        let r = x % y;
-                        if r != 0.0 as T && ((r < 0.0 as T) != (y < 0.0 as T)) {
-                            r + y
-                        } else {
-                            r
-                        }
-                    }),
-                    Pow => run!(T, |x: T, y: T| x.powf(y)),
-                    Atan2 => run!(T, |x: T, y: T| x.atan2(y)),
-                    Maximum => run!(T, |x: T, y: T| if x.is_nan() || x > y {
-                        x
-                    } else {
-                        y // also propagates a NaN in y
-                    }),
-                    Minimum => run!(T, |x: T, y: T| if x.is_nan() || x < y {
-                        x
-                    } else {
-                        y // also propagates a NaN in y
-                    }),
-                    _ => unreachable!(),
-                }
-            },
-            unreachable!()
-        )
+        with_float_dtype!(compute, T, { float_binary_fn!(op, T, run) }, unreachable!())
     } else {
         // Integer (and bool) arithmetic.
         if matches!(op, FloorDiv | Remainder) && !b.is_nonzero_all()? {
@@ -786,14 +903,14 @@ fn map_one<T: Element, U: Element>(a: &Tensor, f: impl Fn(T) -> U + Sync + Send)
 }
 
 /// `out[i] = f(a[i], b[i], c[i])` over layouts that already have the output's shape.
-fn map3<A: Copy + Send + Sync, U: Copy + Send + Sync + Default>(
+fn map3<A: Copy + Send + Sync, U: Copy + Send + Sync + Default + 'static>(
     (a, la): (&[A], &Layout),
     (b, lb): (&[A], &Layout),
     (c, lc): (&[A], &Layout),
     f: impl Fn(A, A, A) -> U + Sync + Send,
 ) -> Vec<U> {
     let n = la.numel();
-    let mut out = crate::cpu::alloc::output_vec::<U>(n);
+    let mut out = crate::cpu::alloc::output_vec_for_overwrite::<U>(n);
     if n == 0 {
         return out;
     }

@@ -62,6 +62,28 @@ impl Tensor {
         }
     }
 
+    /// Whether an in-place op may compute straight into `self`'s memory: a contiguous CPU
+    /// tensor that autograd need not see (the same test as `inplace`'s no-grad branch),
+    /// with no other operand sharing its storage or living on another device.
+    pub(crate) fn writes_directly(&self, others: &[&Tensor]) -> bool {
+        if self.device().is_cuda() || !self.is_contiguous() || self.numel() == 0 {
+            return false;
+        }
+        if others
+            .iter()
+            .any(|o| o.device().is_cuda() || o.shares_storage(self))
+        {
+            return false;
+        }
+        if !crate::is_grad_enabled() {
+            return true;
+        }
+        let mut all: Vec<&Tensor> = vec![self];
+        all.extend_from_slice(others);
+        let base_needs = self.view_base().is_some_and(|b| b.requires_grad());
+        !(needs_grad(&all) || base_needs)
+    }
+
     /// `self` (a view of `base`) was overwritten by `value`: give `base` a CopySlices node
     /// (gradient outside the view goes to the old base, inside it to `value`) and make `self`
     /// a view of the new base history.
@@ -178,7 +200,13 @@ impl Tensor {
             let s = src.storage_slice::<T>()?;
             // SAFETY: `src` no longer aliases our storage (copied above if it did).
             let d = unsafe { self.storage_slice_mut::<T>()? };
-            strided::zip_assign(d, self.layout(), s, src.layout(), |_, x| x);
+            if self.is_contiguous() {
+                // (An empty view's offset may lie past its empty storage: slice nothing.)
+                let (off, n) = (self.storage_offset().min(d.len()), self.numel());
+                strided::update2(&mut d[off..off + n], s, src.layout(), |_, x| x);
+            } else {
+                strided::zip_assign(d, self.layout(), s, src.layout(), |_, x| x);
+            }
         });
         Ok(())
     }
