@@ -160,6 +160,31 @@ def case_fma(n):
     }
 
 
+def case_inplace_mul(n):
+    """x.mul_(y) in place (NumPy: np.multiply(x, y, out=x))."""
+    a, b = rand(n, 1), rand(n, 2)
+
+    def lib_fn(lib):
+        x, y = lib.from_numpy(a.copy()), lib.from_numpy(b)
+        return lambda: x.mul_(y)
+
+    x0 = a.copy()
+    return {
+        "numpy": lambda: lambda: np.multiply(x0, b, out=x0),
+        "ferrotorch": lambda: lib_fn(ft),
+        "torch": lambda: lib_fn(torch),
+    }
+
+
+def case_sqrt(n):
+    a = np.abs(rand(n, 1))
+    return {
+        "numpy": lambda: lambda: np.sqrt(a),
+        "ferrotorch": lambda: ft.from_numpy(a).sqrt,
+        "torch": lambda: torch.from_numpy(a).sqrt,
+    }
+
+
 def case_sum(n):
     a = rand(n)
 
@@ -333,6 +358,8 @@ def cases(quick):
         out.append((f"matmul f32 {n}x{n}", case_matmul(n), 2.0 * n**3))
     out += [
         (f"a*b+c f32, {big // 1_000_000}M", case_fma(big), None),
+        (f"x.mul_(y) f32, {big // 1_000_000}M (in place)", case_inplace_mul(big), None),
+        (f"sqrt f32, {big // 1_000_000}M", case_sqrt(big), None),
         (f"sum f32, {big // 1_000_000}M", case_sum(big), None),
         (f"transpose().contiguous() {tn}x{tn}", case_transpose_contiguous(tn), None),
         ("softmax rows 4096x1024", case_softmax(4096, 1024), None),

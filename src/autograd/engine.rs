@@ -269,6 +269,30 @@ fn default_grads(roots: &[Tensor], grads: Vec<Option<Tensor>>) -> Result<Vec<Ten
         .collect()
 }
 
+/// Whether a backward pass from `roots` has enough work to be worth running on a pool thread
+/// (one hand-off for the whole pass, instead of one per parallel kernel inside it): the roots
+/// and the leaves it reaches hold at least `min_numel` elements, or the graph is large.
+/// Small passes stay on the calling thread, where they pay no hand-off at all.
+pub fn is_big_backward(roots: &[Tensor], min_numel: usize) -> bool {
+    const MANY_NODES: usize = 256;
+    let mut total: usize = roots.iter().map(Tensor::numel).sum();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<Arc<Node>> = roots.iter().filter_map(Tensor::grad_fn).collect();
+    while let Some(node) = stack.pop() {
+        if total >= min_numel || seen.len() > MANY_NODES {
+            return true;
+        }
+        if !seen.insert(Arc::as_ptr(&node) as usize) {
+            continue;
+        }
+        if let Some(leaf) = &node.leaf {
+            total += leaf.numel();
+        }
+        stack.extend(node.next.iter().flatten().map(|e| e.node.clone()));
+    }
+    total >= min_numel
+}
+
 /// `Tensor.backward(gradient, retain_graph, create_graph, inputs)`.
 pub fn backward(
     roots: &[Tensor],

@@ -26,12 +26,25 @@ pub fn output_vec_for_overwrite<T: Copy + Default + Send + 'static>(n: usize) ->
     recycled(n).unwrap_or_else(|| output_vec(n))
 }
 
+/// `n` zeros, in a recycled buffer when the pool has one (zeroing memory that is already
+/// mapped is cheaper than a fresh buffer's page faults).
+pub fn zeroed_vec<T: Copy + Default + Send + 'static>(n: usize) -> Vec<T> {
+    match recycled::<T>(n) {
+        Some(mut v) => {
+            v.fill(T::default());
+            v
+        }
+        None => output_vec(n),
+    }
+}
+
 /// Big buffers (at least this many bytes) are worth recycling: a fresh one costs a page fault
 /// per page and the kernel's zeroing of it, more than the arithmetic of a simple kernel.
-/// Smaller ones malloc already serves from its free lists.
-const RECYCLE_MIN_BYTES: usize = 1 << 20;
+/// Smaller ones malloc serves from its free lists (128 KiB is glibc's initial threshold for
+/// giving a buffer its own fresh mapping).
+const RECYCLE_MIN_BYTES: usize = 128 << 10;
 /// The pool holds at most this many bytes and buffers; older ones are freed first.
-const RECYCLE_MAX_BYTES: usize = 256 << 20;
+const RECYCLE_MAX_BYTES: usize = 128 << 20;
 const RECYCLE_MAX_BUFFERS: usize = 16;
 
 struct Pooled {

@@ -148,8 +148,18 @@ impl PyTensor {
         let g = opt_tensors_of(gradient, 1)?;
         let ins = inputs.map(tensors_of).transpose()?;
         let root = self.inner.clone();
-        py.detach(|| {
+        // Kernel-heavy passes run on a pool thread (see `parallel::on_pool`); small ones on
+        // this thread. Either way their parallel loops use the one kernel pool.
+        let big = autograd::engine::is_big_backward(std::slice::from_ref(&root), super::POOL_NUMEL);
+        let pass = move || {
             guarded(|| autograd::backward(&[root], g, retain_graph, create_graph, ins.as_deref()))
+        };
+        py.detach(|| {
+            if big {
+                crate::parallel::on_pool(pass)
+            } else {
+                crate::parallel::install(pass)
+            }
         })
     }
     #[getter]
@@ -235,8 +245,16 @@ fn _grad(
     let outs = tensors_of(outputs)?;
     let ins = tensors_of(inputs)?;
     let gos = opt_tensors_of(grad_outputs, outs.len())?;
-    let r = py.detach(|| {
+    let big = autograd::engine::is_big_backward(&outs, super::POOL_NUMEL);
+    let pass = move || {
         guarded(|| autograd::grad(&outs, &ins, gos, retain_graph, create_graph, allow_unused))
+    };
+    let r = py.detach(|| {
+        if big {
+            crate::parallel::on_pool(pass)
+        } else {
+            crate::parallel::install(pass)
+        }
     })?;
     Ok(r.into_iter().map(|g| g.map(PyTensor::from)).collect())
 }

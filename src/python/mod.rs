@@ -87,6 +87,8 @@ pub(crate) fn run<T: Send>(
 fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Silence Rust's default panic message: panics become Python exceptions (see `guarded`).
     std::panic::set_hook(Box::new(|_| {}));
+    // Build the kernel thread pool now (rayon's global pool, threads named ferrotorch-N).
+    crate::parallel::get_num_threads();
     convert::register(m)?;
     tensor::register(m)?;
     numpy_interop::register(m)?;

@@ -29,7 +29,7 @@ const MR: usize = 4;
 const RB: usize = 3;
 
 /// Elements that have direct kernels.
-pub(super) trait DirectFloat: Float + Send + Sync + 'static {}
+pub(super) trait DirectFloat: Float + Default + Send + Sync + 'static {}
 impl DirectFloat for f32 {}
 impl DirectFloat for f64 {}
 
@@ -179,7 +179,7 @@ fn prepare_image<T: DirectFloat>(g: &Geom, p: &Prep, src: &[T], dst: &mut [T]) {
 
 /// All images' padded buffers (`n * p.image` elements), images in parallel.
 fn prepare<T: DirectFloat>(g: &Geom, p: &Prep, big: &[T]) -> Vec<T> {
-    let mut buf = vec![T::zero(); g.n * p.image];
+    let mut buf = crate::cpu::alloc::zeroed_vec(g.n * p.image);
     let img = g.c * g.h * g.w;
     if p.image == 0 {
         return buf;
@@ -390,7 +390,8 @@ fn forward_nr<T: DirectFloat, const NR: usize>(
         max_off + max_q + NR <= p.image,
         "conv: direct kernel reads out of bounds"
     );
-    let mut out: Vec<T> = Vec::with_capacity(total);
+    // Every element is written below (a recycled buffer saves a fresh one's page faults).
+    let mut out: Vec<T> = crate::cpu::alloc::output_vec_for_overwrite(total);
     let ctx = FwdCtx {
         g,
         p: &p,
@@ -424,9 +425,8 @@ fn forward_nr<T: DirectFloat, const NR: usize>(
     } else {
         (0..units).for_each(unit);
     }
-    // SAFETY: the units together wrote every element of every (n, o) output plane: each
-    // output row's pixels [0, ow) are covered by the tiles.
-    unsafe { out.set_len(total) };
+    // The units together wrote every element of every (n, o) output plane: each output
+    // row's pixels [0, ow) are covered by the tiles.
     out
 }
 
