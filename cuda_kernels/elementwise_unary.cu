@@ -82,6 +82,47 @@ FT_FLOAT_FN(SiluOp, x / (A(1) + exp(-x)))
 FT_FLOAT_FN(SoftplusOp, x > A(20) ? x : log1p(exp(x)))
 FT_FLOAT_FN(ErfOp, erf(x))
 FT_FLOAT_FN(ErfinvOp, erfinv(x))
+FT_FLOAT_FN(LgammaOp, lgamma(x))
+
+// Digamma and trigamma as in src/math.rs: PyTorch's values at the poles, reflection for
+// negative x, the recurrence up to 10, then the asymptotic series (computed in A).
+template <typename A> __device__ A ft_digamma(A x) {
+    const A pi = A(3.14159265358979323846);
+    if (x == A(0)) return signbit(x) ? A(FT_INF) : A(-FT_INF);
+    if (isnan(x) || x == A(-FT_INF)) return A(FT_NAN);
+    A acc = A(0);
+    if (x < A(0)) {
+        if (x == trunc(x)) return A(FT_NAN);
+        acc = -pi / tan(pi * (x - trunc(x)));
+        x = A(1) - x;
+    }
+    while (x < A(10)) { acc -= A(1) / x; x += A(1); }
+    const A z = A(1) / (x * x);
+    const A series = z * (A(1.0 / 12) - z * (A(1.0 / 120) - z * (A(1.0 / 252) - z * (A(1.0 / 240)
+                     - z * (A(1.0 / 132) - z * (A(691.0 / 32760) - z / A(12)))))));
+    return acc + log(x) - A(0.5) / x - series;
+}
+template <typename A> __device__ A ft_trigamma(A x) {
+    const A pi = A(3.14159265358979323846);
+    if (isnan(x) || x == A(-FT_INF)) return A(FT_NAN);
+    A acc = A(0), sign = A(1);
+    if (x <= A(0)) {
+        if (x == trunc(x)) return A(FT_INF);
+        const A s = sin(pi * (x - trunc(x)));
+        acc = pi * pi / (s * s);
+        sign = A(-1);
+        x = A(1) - x;
+    }
+    A r = A(0);
+    while (x < A(10)) { r += A(1) / (x * x); x += A(1); }
+    const A z = A(1) / (x * x);
+    const A series = z * (A(1.0 / 6) - z * (A(1.0 / 30) - z * (A(1.0 / 42) - z * (A(1.0 / 30)
+                     - z * (A(5.0 / 66) - z * (A(691.0 / 2730) - z * A(7.0 / 6)))))));
+    r += A(1) / x + A(0.5) * z + series / x;
+    return acc + sign * r;
+}
+FT_FLOAT_FN(DigammaOp, ft_digamma(x))
+FT_FLOAT_FN(TrigammaOp, ft_trigamma(x))
 FT_FLOAT_FN(FloorOp, floor(x))
 FT_FLOAT_FN(CeilOp, ceil(x))
 FT_FLOAT_FN(RoundOp, rint(x))  // round half to even (current rounding mode is nearest-even)
@@ -142,6 +183,9 @@ FT_FOR_FLOAT(FT_UNARY, silu, SiluOp)
 FT_FOR_FLOAT(FT_UNARY, softplus, SoftplusOp)
 FT_FOR_FLOAT(FT_UNARY, erf, ErfOp)
 FT_FOR_FLOAT(FT_UNARY, erfinv, ErfinvOp)
+FT_FOR_FLOAT(FT_UNARY, lgamma, LgammaOp)
+FT_FOR_FLOAT(FT_UNARY, digamma, DigammaOp)
+FT_FOR_FLOAT(FT_UNARY, trigamma, TrigammaOp)
 FT_FOR_FLOAT(FT_UNARY, floor, FloorOp)
 FT_FOR_FLOAT(FT_UNARY, ceil, CeilOp)
 FT_FOR_FLOAT(FT_UNARY, round, RoundOp)

@@ -63,3 +63,116 @@ pub fn erfinv(y: f64) -> f64 {
     }
     x
 }
+
+/// `ln |Γ(x)|` (from `libm`, a port of musl's; the sign is dropped, as in PyTorch).
+pub fn lgamma(x: f64) -> f64 {
+    libm::lgamma(x)
+}
+
+/// Digamma `ψ(x) = d/dx ln Γ(x)`, PyTorch's conventions at the poles: `ψ(±0) = ∓inf`,
+/// NaN at the negative integers. Negative arguments use the reflection
+/// `ψ(x) = ψ(1 - x) - π / tan(π x)`; small positive ones the recurrence
+/// `ψ(x) = ψ(x + 1) - 1/x` up to 10, where the asymptotic series reaches full precision.
+pub fn digamma(x: f64) -> f64 {
+    use std::f64::consts::PI;
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        };
+    }
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return f64::NAN;
+    }
+    if x < 0.0 {
+        if x == x.trunc() {
+            return f64::NAN;
+        }
+        // tan(π x) only needs x's fractional part (exact, and accurate for large |x|).
+        return digamma(1.0 - x) - PI / (PI * x.fract()).tan();
+    }
+    let (mut x, mut acc) = (x, 0.0);
+    while x < 10.0 {
+        acc -= 1.0 / x;
+        x += 1.0;
+    }
+    // ψ(x) ~ ln x - 1/(2x) - Σ B_2k / (2k x^2k)
+    let z = 1.0 / (x * x);
+    let series = z
+        * (1.0 / 12.0
+            - z * (1.0 / 120.0
+                - z * (1.0 / 252.0
+                    - z * (1.0 / 240.0 - z * (1.0 / 132.0 - z * (691.0 / 32760.0 - z / 12.0))))));
+    acc + x.ln() - 0.5 / x - series
+}
+
+/// Trigamma `ψ₁(x) = d/dx ψ(x)` (`polygamma(1, x)`): `+inf` at the poles (0 and the negative
+/// integers), the reflection `ψ₁(x) = π² / sin²(π x) - ψ₁(1 - x)` for negative `x`, the
+/// recurrence `ψ₁(x) = ψ₁(x + 1) + 1/x²` up to 10, then the asymptotic series.
+pub fn trigamma(x: f64) -> f64 {
+    use std::f64::consts::PI;
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return f64::NAN;
+    }
+    if x <= 0.0 {
+        if x == x.trunc() {
+            return f64::INFINITY;
+        }
+        let s = (PI * x.fract()).sin();
+        return PI * PI / (s * s) - trigamma(1.0 - x);
+    }
+    let (mut x, mut acc) = (x, 0.0);
+    while x < 10.0 {
+        acc += 1.0 / (x * x);
+        x += 1.0;
+    }
+    // ψ₁(x) ~ 1/x + 1/(2x²) + Σ B_2k / x^(2k+1)
+    let z = 1.0 / (x * x);
+    let series = z
+        * (1.0 / 6.0
+            - z * (1.0 / 30.0
+                - z * (1.0 / 42.0
+                    - z * (1.0 / 30.0 - z * (5.0 / 66.0 - z * (691.0 / 2730.0 - z * 7.0 / 6.0))))));
+    acc + 1.0 / x + 0.5 * z + series / x
+}
+
+#[cfg(test)]
+mod gamma_tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-13 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn digamma_and_trigamma_known_values() {
+        const EULER: f64 = 0.577_215_664_901_532_9;
+        let pi2 = std::f64::consts::PI * std::f64::consts::PI;
+        assert!(close(digamma(1.0), -EULER));
+        assert!(close(digamma(0.5), -EULER - 2.0 * std::f64::consts::LN_2));
+        assert!(close(digamma(20.5), digamma(19.5) + 1.0 / 19.5));
+        assert!(close(digamma(-0.5), digamma(1.5) + 0.0)); // ψ(-1/2) = ψ(3/2) - π/tan(-π/2) = ψ(3/2)
+        assert_eq!(digamma(0.0), f64::NEG_INFINITY);
+        assert!(digamma(-3.0).is_nan());
+        assert!(close(trigamma(1.0), pi2 / 6.0));
+        assert!(close(trigamma(0.5), pi2 / 2.0));
+        assert!(close(trigamma(3.25), trigamma(4.25) + 1.0 / (3.25 * 3.25)));
+        assert!(close(trigamma(-0.5), pi2 - trigamma(1.5)));
+        assert_eq!(trigamma(-2.0), f64::INFINITY);
+        // ψ is the derivative of ln Γ, ψ₁ the derivative of ψ (central differences).
+        for x in [0.3, 1.7, 4.2, 9.9, 12.5, 150.0, -2.3] {
+            let h = 1e-5;
+            let d = (lgamma(x + h) - lgamma(x - h)) / (2.0 * h);
+            assert!(
+                (d - digamma(x)).abs() < 1e-7 * digamma(x).abs().max(1.0),
+                "{x}"
+            );
+            let d1 = (digamma(x + h) - digamma(x - h)) / (2.0 * h);
+            assert!(
+                (d1 - trigamma(x)).abs() < 1e-6 * trigamma(x).abs().max(1.0),
+                "{x}"
+            );
+        }
+    }
+}

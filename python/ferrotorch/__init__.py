@@ -21,6 +21,8 @@ from ferrotorch import return_types
 from ferrotorch import autograd, viz
 from ferrotorch import special  # torch.special
 from ferrotorch.special import i0  # torch.i0
+from ferrotorch.special import polygamma  # torch.polygamma
+from ferrotorch.special import multigammaln as mvlgamma  # torch.mvlgamma
 from ferrotorch.autograd.grad_mode import (
     enable_grad,
     inference_mode,

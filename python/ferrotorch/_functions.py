@@ -12,7 +12,8 @@ add sub mul div true_divide floor_divide remainder pow atan2 maximum minimum
 eq ne lt le gt ge logical_and logical_or logical_xor logical_not
 bitwise_and bitwise_or bitwise_xor bitwise_not
 neg negative abs sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan
-sinh cosh tanh asinh acosh atanh sigmoid relu silu erf erfc erfinv floor ceil trunc frac
+sinh cosh tanh asinh acosh atanh sigmoid relu silu erf erfc erfinv lgamma digamma floor ceil
+trunc frac
 reciprocal square
 matmul mm bmm mv dot vdot inner outer ger addmm baddbmm addmv kron trace cross
 inverse det logdet cholesky matrix_power pinverse

@@ -1,6 +1,7 @@
-"""``torch.special``: the special functions that can be written with the existing tensor ops
-(so autograd flows through them). Functions that need dedicated kernels (gammaln, digamma,
-polygamma, zeta, the Bessel functions other than i0, erfcx...) are not provided."""
+"""``torch.special``: the special functions, from the Rust kernels (gammaln, digamma,
+polygamma for n <= 1) or written with the existing tensor ops (so autograd flows through
+them). Functions that need kernels we do not have yet (polygamma for n >= 2, zeta, the Bessel
+functions other than i0, erfcx...) are not provided."""
 
 import math
 
@@ -12,7 +13,7 @@ Tensor = _C.Tensor
 __all__ = [
     "expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "logsumexp",
     "softmax", "log_softmax", "xlogy", "xlog1py", "sinc", "entr", "ndtr", "ndtri", "log_ndtr",
-    "round", "i0", "i0e",
+    "round", "i0", "i0e", "gammaln", "digamma", "psi", "polygamma", "multigammaln",
 ]
 
 _SQRT1_2 = math.sqrt(0.5)
@@ -238,3 +239,62 @@ def i0e(input, *, out=None):
 
 
 Tensor.i0 = lambda self: i0(self)
+
+
+def gammaln(input, *, out=None):
+    """``ln |Gamma(input)|`` (``torch.lgamma``)."""
+    return _out(_floating(input).lgamma(), out)
+
+
+def digamma(input, *, out=None):
+    """``psi(input) = d/dx ln Gamma(x)``: ``-inf`` at 0, NaN at the negative integers."""
+    return _out(_floating(input).digamma(), out)
+
+
+psi = digamma
+
+
+def polygamma(n, input, *, out=None):
+    """The ``n``-th derivative of the digamma function. n = 0 and n = 1 (trigamma) are
+    provided; higher orders raise NotImplementedError."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = _floating(input)
+    if n == 0:
+        return _out(x.digamma(), out)
+    if n == 1:
+        return _out(x._trigamma(), out)
+    raise NotImplementedError(f"polygamma(n, x) is implemented for n = 0 and 1 only, got n = {n}")
+
+
+def multigammaln(input, p, *, out=None):
+    """The multivariate log-gamma of dimension ``p``:
+    ``p (p - 1) / 4 ln(pi) + sum_{j<p} lgamma(input - j / 2)``; every element must exceed
+    ``(p - 1) / 2``."""
+    x = _floating(input)
+    if p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
+    if x.numel() > 0 and not bool((x > (p - 1) / 2).all()):
+        raise RuntimeError(
+            f"All elements must be greater than (p-1)/2 = {(p - 1) / 2} (multigammaln)")
+    total = (x.unsqueeze(-1) - _C.arange(p, dtype=x.dtype) / 2).lgamma().sum(-1)
+    return _out(total + p * (p - 1) / 4 * math.log(math.pi), out)
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+def _polygamma_inplace(self, n):
+    return self.copy_(polygamma(n, self))
+
+
+def _mvlgamma_method(self, p):
+    return multigammaln(self, p)
+
+
+Tensor.polygamma = _polygamma_method
+Tensor.polygamma_ = _polygamma_inplace
+Tensor.mvlgamma = _mvlgamma_method

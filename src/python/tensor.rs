@@ -455,6 +455,9 @@ unary_methods! {
     erf, erf_ => UnaryOp::Erf;
     erfc, erfc_ => UnaryOp::Erfc;
     erfinv, erfinv_ => UnaryOp::Erfinv;
+    lgamma, lgamma_ => UnaryOp::Lgamma;
+    digamma, digamma_ => UnaryOp::Digamma;
+    _trigamma, _trigamma_ => UnaryOp::Trigamma;
     floor, floor_ => UnaryOp::Floor;
     ceil, ceil_ => UnaryOp::Ceil;
     trunc, trunc_ => UnaryOp::Trunc;

@@ -193,6 +193,9 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
         Erf => "ErfBackward0",
         Erfc => "ErfcBackward0",
         Erfinv => "ErfinvBackward0",
+        Lgamma => "LgammaBackward0",
+        Digamma => "DigammaBackward0",
+        Trigamma => "PolygammaBackward0",
         Floor => "FloorBackward0",
         Ceil => "CeilBackward0",
         Round => "RoundBackward0",
@@ -301,6 +304,14 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                     &muls(&mul(&y, &y)?.unary(Exp)?, std::f64::consts::PI.sqrt() / 2.0)?,
                 )?,
                 Frac => g.clone(),
+                Lgamma => mul(g, &u(Digamma)?)?,
+                Digamma => mul(g, &u(Trigamma)?)?,
+                Trigamma => {
+                    return Err(crate::Error::Runtime(
+                        "the derivative of polygamma(1, x), polygamma(2, x), is not implemented"
+                            .into(),
+                    ))
+                }
                 Reciprocal => neg(&mul(g, &mul(&y, &y)?)?)?,
                 Square => mul(g, &muls(x, 2.0)?)?,
                 _ => unreachable!("filtered above"),

@@ -197,7 +197,7 @@ def test_mixing_devices_is_a_runtime_error():
 @pytest.mark.cuda
 @needs_gpu
 @pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "relu", "neg", "abs",
-                                  "floor", "sin", "erf"])
+                                  "floor", "sin", "erf", "lgamma", "digamma", "_trigamma"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_unary(name, dtype):
     x = torch.rand(3, 5, dtype=dtype) + 0.5

@@ -345,7 +345,7 @@ def test_special_namespace():
     import ferrotorch.special as special_module
 
     assert torch.special is special_module
-    for name in ("gammaln", "digamma", "polygamma"):
+    for name in ("zeta", "erfcx", "bessel_j0"):
         assert not hasattr(torch.special, name)  # need kernels: not faked
 
 
@@ -471,3 +471,85 @@ def test_special_gradcheck(rng):
     x, y = leaf([0.0, 0.0]), leaf([1.0, -1.0])
     sp.xlog1py(x, y).sum().backward()
     assert x.grad.tolist() == [math.log(2.0), 0.0] and y.grad.tolist() == [0.0, 0.0]
+
+
+# ------------------------------------------------------------- lgamma / digamma / polygamma
+
+def _digamma_ref(x):
+    """Central difference of math.lgamma in extended steps (reference only)."""
+    h = 1e-6 * max(1.0, abs(x))
+    return (math.lgamma(x + h) - math.lgamma(x - h)) / (2 * h)
+
+
+@pytest.mark.parametrize("dtype,np_dtype,tol", FLOATS)
+def test_lgamma_matches_math(rng, dtype, np_dtype, tol):
+    a = np.concatenate([rng.uniform(-20, 30, 200), [0.5, 1.0, 2.0, 1e-8, 170.5, -0.5, -2.5]])
+    a = a[np.abs(a - np.round(a)) > 1e-6].astype(np_dtype)  # away from the poles
+    expect = np.array([math.lgamma(float(v)) for v in a])
+    for t in (torch.tensor(a), torch.tensor(a)[::2], torch.tensor(a.reshape(-1, 1)).t()):
+        ref = expect[::2] if t.shape == (len(a[::2]),) else expect.reshape(t.shape)
+        close(t.lgamma(), ref, rtol=max(tol, 1e-13) * 10, atol=tol)
+    close(torch.special.gammaln(torch.tensor(a)), expect, rtol=max(tol, 1e-13) * 10, atol=tol)
+    assert torch.lgamma(torch.tensor(3)).item() == pytest.approx(math.log(2))  # int -> float
+    assert torch.lgamma(torch.tensor(0.0)).item() == math.inf
+    assert torch.tensor([]).lgamma().shape == (0,)
+    x = torch.tensor(a.copy())
+    x.lgamma_()
+    close(x, expect, rtol=max(tol, 1e-13) * 10, atol=tol)
+
+
+def test_digamma_and_trigamma_values():
+    euler = 0.5772156649015329
+    x = torch.tensor([1.0, 0.5, 2.0, 10.0, 37.25, -0.5, -3.7, 1e-3], dtype=torch.float64)
+    d = torch.digamma(x).tolist()
+    assert d[0] == pytest.approx(-euler, rel=1e-14)
+    assert d[1] == pytest.approx(-euler - 2 * math.log(2), rel=1e-14)
+    assert d[2] == pytest.approx(1 - euler, rel=1e-14)
+    for v, got in zip(x.tolist(), d):
+        assert got == pytest.approx(_digamma_ref(v), rel=1e-6, abs=1e-6)
+    t = torch.polygamma(1, x).tolist()
+    assert t[0] == pytest.approx(math.pi**2 / 6, rel=1e-14)
+    assert t[1] == pytest.approx(math.pi**2 / 2, rel=1e-14)
+    assert t[5] == pytest.approx(math.pi**2 / 2 + 4, rel=1e-13)
+    # PyTorch's values at the poles.
+    poles = torch.tensor([0.0, -0.0, -1.0, -4.0])
+    assert torch.digamma(poles).tolist()[:2] == [-math.inf, math.inf]
+    assert all(math.isnan(v) for v in torch.digamma(poles).tolist()[2:])
+    assert torch.polygamma(1, poles).tolist() == [math.inf] * 4
+    assert torch.special.psi is torch.special.digamma
+    assert torch.special.polygamma(0, x).tolist() == d
+    assert x.polygamma(1).tolist() == t
+    f32 = torch.digamma(x.float())
+    np.testing.assert_allclose(f32.numpy(), np.array(d, dtype=np.float32), rtol=2e-6, atol=1e-6)
+
+
+def test_lgamma_digamma_gradients():
+    x = leaf([0.3, 1.7, 4.2, 12.5, -2.3])
+    assert gradcheck(torch.lgamma, (x,))
+    assert gradcheck(torch.digamma, (x,))
+    y = torch.lgamma(x)
+    assert y.grad_fn.name() == "LgammaBackward0"
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), torch.digamma(x.detach()).numpy(), rtol=1e-14)
+    (h,) = torch.autograd.grad(g.sum(), x)  # second derivative: trigamma
+    np.testing.assert_allclose(h.numpy(), torch.polygamma(1, x.detach()).numpy(), rtol=1e-14)
+    with pytest.raises(RuntimeError, match="polygamma"):
+        torch.polygamma(1, x).sum().backward()
+
+
+def test_polygamma_and_multigammaln_arguments():
+    x = torch.tensor([2.5, 3.0], dtype=torch.float64)
+    with pytest.raises(NotImplementedError, match="n = 2"):
+        torch.polygamma(2, x)
+    with pytest.raises(RuntimeError, match="negative n"):
+        torch.polygamma(-1, x)
+    with pytest.raises(TypeError):
+        torch.polygamma(1.0, x)
+    # multigammaln(a, p) = p(p-1)/4 ln(pi) + sum_j lgamma(a - j/2)
+    p = 3
+    expect = [p * (p - 1) / 4 * math.log(math.pi) + sum(math.lgamma(a - j / 2) for j in range(p))
+              for a in (2.5, 3.0)]
+    np.testing.assert_allclose(torch.special.multigammaln(x, p).numpy(), expect, rtol=1e-14)
+    np.testing.assert_allclose(torch.mvlgamma(x, p).numpy(), expect, rtol=1e-14)
+    with pytest.raises(RuntimeError, match="greater than"):
+        torch.special.multigammaln(torch.tensor([0.9]), 3)
