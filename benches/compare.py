@@ -161,8 +161,9 @@ def case_fma(n):
 
 
 def case_inplace_mul(n):
-    """x.mul_(y) in place (NumPy: np.multiply(x, y, out=x))."""
-    a, b = rand(n, 1), rand(n, 2)
+    """x.mul_(y) in place (NumPy: np.multiply(x, y, out=x)); y is +-1 so that x neither
+    overflows nor sinks into denormals over the repetitions."""
+    a, b = rand(n, 1), np.sign(rand(n, 2)).astype(np.float32)
 
     def lib_fn(lib):
         x, y = lib.from_numpy(a.copy()), lib.from_numpy(b)

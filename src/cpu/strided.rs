@@ -173,14 +173,7 @@ pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default + 'static>(
             },
         );
     };
-    if n >= PAR_THRESHOLD {
-        let cl = chunk_len(n);
-        out.par_chunks_mut(cl)
-            .enumerate()
-            .for_each(|(ci, o)| run_chunk(ci * cl, o));
-    } else {
-        run_chunk(0, &mut out);
-    }
+    for_each_chunk(&mut out, run_chunk);
     out
 }
 
@@ -243,15 +236,22 @@ pub fn map2<
             },
         );
     };
+    for_each_chunk(&mut out, run_chunk);
+    out
+}
+
+/// `run_chunk(start, chunk)` over `out` cut into chunks (`start`: the chunk's first linear
+/// position), in parallel when `out` is large.
+pub fn for_each_chunk<U: Send>(out: &mut [U], run_chunk: impl Fn(usize, &mut [U]) + Sync) {
+    let n = out.len();
     if n >= PAR_THRESHOLD {
         let cl = chunk_len(n);
         out.par_chunks_mut(cl)
             .enumerate()
             .for_each(|(ci, o)| run_chunk(ci * cl, o));
     } else {
-        run_chunk(0, &mut out);
+        run_chunk(0, out);
     }
-    out
 }
 
 /// `out[i] = f(src[i])` over two equally long slices: the vectorisable inner loop.
@@ -283,12 +283,7 @@ pub fn update1<T: Copy + Send + Sync>(dst: &mut [T], f: impl Fn(T) -> T + Sync +
             }
         })
     };
-    if dst.len() >= PAR_THRESHOLD {
-        let cl = chunk_len(dst.len());
-        dst.par_chunks_mut(cl).for_each(run);
-    } else {
-        run(dst);
-    }
+    for_each_chunk(dst, |_, d| run(d));
 }
 
 /// In place `dst[i] = f(dst[i], src[element i of ls])` over a contiguous destination; `ls`
@@ -331,14 +326,7 @@ pub fn update2<T: Copy + Send + Sync, S: Copy + Send + Sync>(
             w += len;
         });
     };
-    if n >= PAR_THRESHOLD {
-        let cl = chunk_len(n);
-        dst.par_chunks_mut(cl)
-            .enumerate()
-            .for_each(|(ci, d)| run_chunk(ci * cl, d));
-    } else {
-        run_chunk(0, dst);
-    }
+    for_each_chunk(dst, run_chunk);
 }
 
 /// In place: `dst[e] = f(dst[e], src[e])` for every element `e` of `ld`, where `ls` has

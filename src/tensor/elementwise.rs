@@ -866,7 +866,6 @@ impl Tensor {
 // float_power, logaddexp, sinc, deg2rad/rad2deg, heaviside, signbit, positive.
 
 use crate::layout::Layout;
-use rayon::prelude::*;
 
 use super::index::TensorOrScalar;
 
@@ -939,14 +938,7 @@ fn map3<A: Copy + Send + Sync, U: Copy + Send + Sync + Default + 'static>(
             },
         );
     };
-    if n >= strided::PAR_THRESHOLD {
-        let cl = strided::chunk_len(n);
-        out.par_chunks_mut(cl)
-            .enumerate()
-            .for_each(|(ci, o)| run_chunk(ci * cl, o));
-    } else {
-        run_chunk(0, &mut out);
-    }
+    strided::for_each_chunk(&mut out, run_chunk);
     out
 }
 
