@@ -203,6 +203,14 @@ pub fn cross_entropy(
         )));
     }
     let (n, c, s, out_shape) = geometry(input, target)?;
+    if let Some(w) = weight {
+        if w.numel() != c || w.ndim() != 1 {
+            return Err(Error::Runtime(format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                w.shape()
+            )));
+        }
+    }
     if input.device().is_cuda() {
         let geo = (n, c, s, out_shape);
         return cross_entropy_cuda(
@@ -215,18 +223,7 @@ pub fn cross_entropy(
             geo,
         );
     }
-    let w = match weight {
-        None => None,
-        Some(w) => {
-            if w.numel() != c || w.ndim() != 1 {
-                return Err(Error::Runtime(format!(
-                    "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
-                    w.shape()
-                )));
-            }
-            Some(w.to_f64_vec())
-        }
-    };
+    let w = weight.map(Tensor::to_f64_vec);
     let cd = input.dtype().compute_dtype();
     let x = no_grad(|| input.to_dtype(cd).contiguous());
     let tv = target.contiguous().to_vec::<i64>()?;
@@ -374,18 +371,7 @@ fn cross_entropy_cuda(
     }
     let dt = input.dtype();
     let ad = nn::acc_dtype(dt);
-    let w = match weight {
-        None => None,
-        Some(w) => {
-            if w.numel() != c || w.ndim() != 1 {
-                return Err(Error::Runtime(format!(
-                    "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
-                    w.shape()
-                )));
-            }
-            Some(nn::contig(w, dt)?)
-        }
-    };
+    let w = weight.map(|w| nn::contig(w, dt)).transpose()?;
     let rows = n * s;
     if rows > 0 && c == 0 {
         return Err(Error::Runtime("cross_entropy: input has 0 classes".into()));
