@@ -71,6 +71,10 @@ FT_FLOAT_FN(AtanOp, atan(x))
 FT_FLOAT_FN(SinhOp, sinh(x))
 FT_FLOAT_FN(CoshOp, cosh(x))
 FT_FLOAT_FN(TanhOp, tanh(x))
+FT_FLOAT_FN(AsinhOp, asinh(x))
+FT_FLOAT_FN(AcoshOp, acosh(x))
+FT_FLOAT_FN(AtanhOp, atanh(x))
+FT_FLOAT_FN(ErfcOp, erfc(x))
 FT_FLOAT_FN(SigmoidOp, A(1) / (A(1) + exp(-x)))
 // gelu, exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
 FT_FLOAT_FN(GeluOp, A(0.5) * x * (A(1) + erf(x * A(0.70710678118654752440))))
@@ -141,6 +145,16 @@ struct IsfiniteOp {
         return isfinite(x);
     }
 };
+struct IsposinfOp {
+    template <typename A> __device__ __forceinline__ bool operator()(A x) const {
+        return isinf(x) && x > A(0);
+    }
+};
+struct IsneginfOp {
+    template <typename A> __device__ __forceinline__ bool operator()(A x) const {
+        return isinf(x) && x < A(0);
+    }
+};
 struct LogicalNotOp {
     template <typename A> __device__ __forceinline__ bool operator()(A x) const {
         return x == A(0);
@@ -176,6 +190,10 @@ FT_FOR_FLOAT(FT_UNARY, atan, AtanOp)
 FT_FOR_FLOAT(FT_UNARY, sinh, SinhOp)
 FT_FOR_FLOAT(FT_UNARY, cosh, CoshOp)
 FT_FOR_FLOAT(FT_UNARY, tanh, TanhOp)
+FT_FOR_FLOAT(FT_UNARY, asinh, AsinhOp)
+FT_FOR_FLOAT(FT_UNARY, acosh, AcoshOp)
+FT_FOR_FLOAT(FT_UNARY, atanh, AtanhOp)
+FT_FOR_FLOAT(FT_UNARY, erfc, ErfcOp)
 FT_FOR_FLOAT(FT_UNARY, sigmoid, SigmoidOp)
 FT_FOR_FLOAT(FT_UNARY, gelu, GeluOp)
 FT_FOR_FLOAT(FT_UNARY, gelu_tanh, GeluTanhOp)
@@ -197,6 +215,8 @@ FT_FOR_FLOAT(FT_UNARY, reciprocal, ReciprocalOp)
 FT_FOR_FLOAT(FT_UNARY_BOOL, isnan, IsnanOp)
 FT_FOR_FLOAT(FT_UNARY_BOOL, isinf, IsinfOp)
 FT_FOR_FLOAT(FT_UNARY_BOOL, isfinite, IsfiniteOp)
+FT_FOR_FLOAT(FT_UNARY_BOOL, isposinf, IsposinfOp)
+FT_FOR_FLOAT(FT_UNARY_BOOL, isneginf, IsneginfOp)
 FT_FOR_ALL(FT_UNARY_BOOL, logical_not, LogicalNotOp)
 
 // Integer and bool dtypes.

@@ -28,6 +28,12 @@
 //                            gx = y * (gy - sum(gy * y))
 //   log_softmax_bwd_<dt>     (const T* y, const T* gy, T* gx, outer, dim, inner)
 //                            gx = gy - exp(y) * sum(gy)      (y is the forward output)
+//   cumsum_<dt>, cumprod_<dt> (const T* x, T* y, outer, dim, inner)
+//                            numeric dtypes; inclusive scan along dim (same launch shapes;
+//                            inner == 1: a block scan per row, in chunks of blockDim)
+//   cummax_<dt>, cummin_<dt> (const T* x, T* values, long long* indices, outer, dim, inner)
+//                            numeric dtypes; one thread per line (grid = ceil(outer * inner
+//                            / 256)); NaN sticks; ties take the later index, as on the CPU
 #include "common.cuh"
 
 template <typename T> struct SumAccT { typedef typename FloatAccT<T>::type type; };
@@ -365,3 +371,97 @@ FT_FOR_FLOAT(FT_MEAN, _)
 FT_FOR_NUMERIC(FT_MAX_MIN, _)
 FT_FOR_FLOAT(FT_VAR, _)
 FT_FOR_FLOAT(FT_SOFTMAX, _)
+
+// ---- scans -------------------------------------------------------------------------------------
+// Inclusive scan of every (o, :, i) with the associative `op`.
+template <typename T, typename A, typename Op>
+__device__ __forceinline__ void scan_dim(const T* __restrict__ x, T* __restrict__ y,
+                                         long long outer, long long dim, long long inner, Op op,
+                                         A identity) {
+    if (inner == 1) {
+        __shared__ A warp_tot[32];
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int nwarps = (blockDim.x + 31) >> 5;
+        for (long long r = blockIdx.x; r < outer; r += gridDim.x) {
+            A carry = identity;
+            for (long long base = 0; base < dim; base += blockDim.x) {
+                const long long k = base + threadIdx.x;
+                A v = k < dim ? static_cast<A>(to_acc(x[r * dim + k])) : identity;
+                for (int o = 1; o < 32; o <<= 1) {
+                    const A u = __shfl_up_sync(FT_FULL_MASK, v, o);
+                    if (lane >= o) v = op(u, v);
+                }
+                if (lane == 31) warp_tot[warp] = v;
+                __syncthreads();
+                if (warp == 0) {
+                    A t = lane < nwarps ? warp_tot[lane] : identity;
+                    for (int o = 1; o < 32; o <<= 1) {
+                        const A u = __shfl_up_sync(FT_FULL_MASK, t, o);
+                        if (lane >= o) t = op(u, t);
+                    }
+                    if (lane < nwarps) warp_tot[lane] = t;  // inclusive prefix of warp totals
+                }
+                __syncthreads();
+                const A before = warp > 0 ? op(carry, warp_tot[warp - 1]) : carry;
+                if (k < dim) y[r * dim + k] = from_acc<T>(op(before, v));
+                carry = op(carry, warp_tot[nwarps - 1]);
+                __syncthreads();  // warp_tot is rewritten by the next chunk
+            }
+        }
+    } else {
+        FT_GRID_STRIDE(j, outer * inner) {
+            const long long o = j / inner, i = j - o * inner;
+            const long long base = o * dim * inner + i;
+            A acc = identity;
+            for (long long k = 0; k < dim; ++k) {
+                acc = op(acc, static_cast<A>(to_acc(x[base + k * inner])));
+                y[base + k * inner] = from_acc<T>(acc);
+            }
+        }
+    }
+}
+
+template <bool IsMax, typename T>
+__device__ __forceinline__ void cum_extremum_dim(const T* __restrict__ x, T* __restrict__ values,
+                                                 long long* __restrict__ indices, long long outer,
+                                                 long long dim, long long inner) {
+    typedef typename AccT<T>::type A;
+    FT_GRID_STRIDE(j, outer * inner) {
+        const long long o = j / inner, i = j - o * inner;
+        const long long base = o * dim * inner + i;
+        A best = A(0);
+        long long at = 0;
+        for (long long k = 0; k < dim; ++k) {
+            const A v = to_acc(x[base + k * inner]);
+            const bool take = k == 0 || ft_isnan(v) || (!ft_isnan(best) && (IsMax ? v >= best : v <= best));
+            if (take) {
+                best = v;
+                at = k;
+            }
+            values[base + k * inner] = from_acc<T>(best);
+            indices[base + k * inner] = at;
+        }
+    }
+}
+
+#define FT_SCAN(unused, sfx, T)                                                                \
+    extern "C" __global__ void cumsum_##sfx(const T* x, T* y, long long outer, long long dim, \
+                                            long long inner) {                                \
+        typedef SumAccT<T>::type A;                                                           \
+        scan_dim<T, A>(x, y, outer, dim, inner, SumOp(), A(0));                               \
+    }                                                                                         \
+    extern "C" __global__ void cumprod_##sfx(const T* x, T* y, long long outer,               \
+                                             long long dim, long long inner) {                \
+        typedef SumAccT<T>::type A;                                                           \
+        scan_dim<T, A>(x, y, outer, dim, inner, ProdOp(), A(1));                              \
+    }                                                                                         \
+    extern "C" __global__ void cummax_##sfx(const T* x, T* values, long long* indices,        \
+                                            long long outer, long long dim, long long inner) {\
+        cum_extremum_dim<true, T>(x, values, indices, outer, dim, inner);                     \
+    }                                                                                         \
+    extern "C" __global__ void cummin_##sfx(const T* x, T* values, long long* indices,        \
+                                            long long outer, long long dim, long long inner) {\
+        cum_extremum_dim<false, T>(x, values, indices, outer, dim, inner);                    \
+    }
+
+FT_FOR_NUMERIC(FT_SCAN, _)

@@ -269,6 +269,19 @@ fn sum_to_shape_raw(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
             "shape is not expandable to the gradient's shape",
         )
     })?;
+    if t.device().is_cuda() {
+        // A sum over the broadcast dims with the reduction kernels (keepdim, then the
+        // leading dims dropped).
+        let lead = t.ndim() - shape.len();
+        let dims: Vec<i64> = (0..t.ndim())
+            .filter(|&d| d < lead || (shape[d - lead] == 1 && t.shape()[d] != 1))
+            .map(|d| d as i64)
+            .collect();
+        if dims.is_empty() {
+            return Ok(t.reshape_contiguous(shape));
+        }
+        return Ok(t.sum_raw(Some(&dims), true, None)?.reshape_contiguous(shape));
+    }
     let dt = t.dtype();
     let cd = dt.compute_dtype();
     let src = t.to_dtype(cd);

@@ -19,10 +19,11 @@ pub enum KernelFile {
     Random,
     Nn,
     Optim,
+    Sort,
 }
 
 impl KernelFile {
-    pub const ALL: [KernelFile; 9] = [
+    pub const ALL: [KernelFile; 10] = [
         KernelFile::Unary,
         KernelFile::Binary,
         KernelFile::Cast,
@@ -32,6 +33,7 @@ impl KernelFile {
         KernelFile::Random,
         KernelFile::Nn,
         KernelFile::Optim,
+        KernelFile::Sort,
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,6 +47,7 @@ impl KernelFile {
             KernelFile::Random => "random.cu",
             KernelFile::Nn => "nn.cu",
             KernelFile::Optim => "optim.cu",
+            KernelFile::Sort => "sort.cu",
         }
     }
 
@@ -63,6 +66,7 @@ impl KernelFile {
             KernelFile::Random => include_str!("../../cuda_kernels/random.cu"),
             KernelFile::Nn => include_str!("../../cuda_kernels/nn.cu"),
             KernelFile::Optim => include_str!("../../cuda_kernels/optim.cu"),
+            KernelFile::Sort => include_str!("../../cuda_kernels/sort.cu"),
         }
     }
 

@@ -19,3 +19,20 @@ pub(crate) fn var(
 pub(crate) fn logsumexp(_t: &Tensor, _mask: &[bool], _keepdim: bool) -> Result<Tensor> {
     Err(Error::DeviceUnavailable(Device::Cuda(0)))
 }
+
+pub(crate) fn cumulative(_t: &Tensor, _dim: usize, _prod: bool) -> Result<Tensor> {
+    Err(Error::DeviceUnavailable(Device::Cuda(0)))
+}
+
+pub(crate) fn cum_extremum(_t: &Tensor, _dim: usize, _max: bool) -> Result<(Tensor, Tensor)> {
+    Err(Error::DeviceUnavailable(Device::Cuda(0)))
+}
+
+pub(crate) fn sort_rows(
+    _t: &Tensor,
+    _rows: usize,
+    _n: usize,
+    _descending: bool,
+) -> Result<(Tensor, Tensor)> {
+    Err(Error::DeviceUnavailable(Device::Cuda(0)))
+}

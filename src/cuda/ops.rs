@@ -270,7 +270,7 @@ fn float_unary_kernel(op: UnaryOp) -> Option<&'static str> {
     use UnaryOp::*;
     match op {
         GeluTanh => Some("gelu_tanh"),
-        Asinh | Acosh | Atanh | Erfc | Square | IsPosInf | IsNegInf => None,
+        Square => None,
         _ => Some(op.name()),
     }
 }
@@ -296,12 +296,7 @@ pub(crate) fn unary(t: &Tensor, op: UnaryOp) -> Result<Tensor> {
     let dt = t.dtype();
     match op {
         Square => return binary(t, t, BinaryOp::Mul, dt),
-        Erfc => {
-            let e = unary(t, Erf)?;
-            let one = Tensor::scalar(Scalar::Int(1), e.dtype());
-            return binary(&one, &e, BinaryOp::Sub, e.dtype());
-        }
-        IsNan | IsInf | IsFinite if !dt.is_floating_point() => {
+        IsNan | IsInf | IsFinite | IsPosInf | IsNegInf if !dt.is_floating_point() => {
             return full(
                 ordinal_of(t)?,
                 t.shape(),
@@ -309,7 +304,7 @@ pub(crate) fn unary(t: &Tensor, op: UnaryOp) -> Result<Tensor> {
                 DType::Bool,
             )
         }
-        IsNan | IsInf | IsFinite => {
+        IsNan | IsInf | IsFinite | IsPosInf | IsNegInf => {
             return unary_kernel(t, float_unary_kernel(op).unwrap_or("isnan"), DType::Bool)
         }
         LogicalNot => return unary_kernel(t, "logical_not", DType::Bool),

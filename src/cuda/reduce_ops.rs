@@ -1,7 +1,8 @@
 //! Reductions over several dims on CUDA with the `var` and `logsumexp` kernels of
 //! `reduce.cu`, which reduce one dim of a contiguous tensor viewed as (outer, dim, inner).
 //! The reduced dims are brought together first (free when they are adjacent in a contiguous
-//! tensor, else a permuted contiguous copy with them last).
+//! tensor, else a permuted contiguous copy with them last). Also the scans along one dim
+//! (`cumsum`, `cumprod`, `cummax`, `cummin`) and the row sort of `sort.cu`.
 
 use super::compile::KernelFile;
 use super::dtype_suffix;
@@ -138,4 +139,114 @@ pub(crate) fn logsumexp(t: &Tensor, mask: &[bool], keepdim: bool) -> Result<Tens
     let name = format!("logsumexp_{}", dtype_suffix(dt));
     launch!(dev, KernelFile::Reduce, name, cfg(outer, inner); xp, op, o64, d64, i64_)?;
     Ok(out)
+}
+
+/// (outer, size, inner) of `shape` around `dim` (a 0-d tensor is one element).
+fn around(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    if shape.is_empty() {
+        return (1, 1, 1);
+    }
+    (
+        shape[..dim].iter().product(),
+        shape[dim],
+        shape[dim + 1..].iter().product(),
+    )
+}
+
+/// Inclusive cumulative sum (or product, with `prod`) of `t` along `dim`, in `t`'s dtype
+/// (numeric dtypes; the caller casts to the result dtype first).
+pub(crate) fn cumulative(t: &Tensor, dim: usize, prod: bool) -> Result<Tensor> {
+    let (outer, size, inner) = around(t.shape(), dim);
+    let out = empty(ordinal_of(t)?, t.shape(), t.dtype())?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let x = contiguous(t)?;
+    let dev = dev_of(&x)?;
+    let (xp, op) = (data_ptr(&x)?, ptr(&out)?);
+    let (o64, d64, i64_) = (outer as i64, size as i64, inner as i64);
+    let kind = if prod { "cumprod" } else { "cumsum" };
+    let name = format!("{kind}_{}", dtype_suffix(t.dtype()));
+    launch!(dev, KernelFile::Reduce, name, cfg(outer, inner); xp, op, o64, d64, i64_)?;
+    Ok(out)
+}
+
+/// Running maximum (or minimum) of `t` along `dim` and the index where it was last attained
+/// (numeric dtypes).
+pub(crate) fn cum_extremum(t: &Tensor, dim: usize, max: bool) -> Result<(Tensor, Tensor)> {
+    let (outer, size, inner) = around(t.shape(), dim);
+    let ordinal = ordinal_of(t)?;
+    let values = empty(ordinal, t.shape(), t.dtype())?;
+    let indices = empty(ordinal, t.shape(), crate::DType::I64)?;
+    if values.numel() == 0 {
+        return Ok((values, indices));
+    }
+    let x = contiguous(t)?;
+    let dev = dev_of(&x)?;
+    let (xp, vp, ip) = (data_ptr(&x)?, ptr(&values)?, ptr(&indices)?);
+    let (o64, d64, i64_) = (outer as i64, size as i64, inner as i64);
+    let kind = if max { "cummax" } else { "cummin" };
+    let name = format!("{kind}_{}", dtype_suffix(t.dtype()));
+    launch!(dev, KernelFile::Reduce, name, elementwise(outer * inner); xp, vp, ip, o64, d64, i64_)?;
+    Ok((values, indices))
+}
+
+/// Rows up to this length sort in one block's shared memory (48 KiB for f64 keys).
+const SORT_SMEM_MAX: usize = 4096;
+
+/// Stable sort of every row of `t` viewed as `rows` rows of `n` elements (contiguous copy
+/// first); returns contiguous (values, int64 indices) of the same shape. NaN sorts last
+/// (first when `descending`). `n >= 2`.
+pub(crate) fn sort_rows(
+    t: &Tensor,
+    rows: usize,
+    n: usize,
+    descending: bool,
+) -> Result<(Tensor, Tensor)> {
+    let dt = t.dtype();
+    let ordinal = ordinal_of(t)?;
+    let values = empty(ordinal, t.shape(), dt)?;
+    let indices = empty(ordinal, t.shape(), crate::DType::I64)?;
+    if rows == 0 {
+        return Ok((values, indices));
+    }
+    let x = contiguous(t)?;
+    let dev = dev_of(&x)?;
+    let (xp, vp, ip) = (data_ptr(&x)?, ptr(&values)?, ptr(&indices)?);
+    let (r64, n64) = (rows as i64, n as i64);
+    let desc = i32::from(descending);
+    let sfx = dtype_suffix(dt);
+    let p = n.next_power_of_two();
+    if p <= SORT_SMEM_MAX {
+        let cfg = LaunchConfig {
+            grid_dim: (rows.min(65535) as u32, 1, 1),
+            block_dim: ((p / 2).min(1024) as u32, 1, 1),
+            shared_mem_bytes: (p * (4 + dt.size())) as u32,
+        };
+        let p32 = p as i32;
+        let name = format!("sort_rows_{sfx}");
+        launch!(dev, KernelFile::Sort, name, cfg; xp, vp, ip, r64, n64, p32, desc)?;
+        return Ok((values, indices));
+    }
+    // Longer rows: the network's stages one launch each, on padded scratch rows.
+    let keys = empty(ordinal, &[rows, p], dt)?;
+    let idx = empty(ordinal, &[rows, p], crate::DType::I64)?;
+    let (kp, xip) = (ptr(&keys)?, ptr(&idx)?);
+    let p64 = p as i64;
+    let name = format!("sort_init_{sfx}");
+    launch!(dev, KernelFile::Sort, name, elementwise(rows * p); xp, kp, xip, r64, n64, p64)?;
+    let step = format!("sort_step_{sfx}");
+    let mut k = 2i64;
+    while k <= p64 {
+        let mut j = k / 2;
+        while j > 0 {
+            launch!(dev, KernelFile::Sort, step, elementwise(rows * p / 2);
+                kp, xip, r64, n64, p64, j, k, desc)?;
+            j /= 2;
+        }
+        k *= 2;
+    }
+    let name = format!("sort_finish_{sfx}");
+    launch!(dev, KernelFile::Sort, name, elementwise(rows * n); kp, xip, vp, ip, r64, n64, p64)?;
+    Ok((values, indices))
 }

@@ -19,6 +19,7 @@
 //! backward (create_graph=True) through these layers is not supported.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
+use crate::tensor::host_fallback::{host, via_host, ToDevice};
 use crate::cpu::strided::{self, PAR_THRESHOLD};
 use crate::{no_grad, with_dtype, with_float_dtype, DType, Element, Error, Result, Tensor};
 use rayon::prelude::*;
@@ -29,6 +30,16 @@ pub struct NormOutput {
     pub output: Tensor,
     pub mean: Tensor,
     pub rstd: Tensor,
+}
+
+impl ToDevice for NormOutput {
+    fn to_dev(self, device: crate::Device) -> Result<Self> {
+        Ok(NormOutput {
+            output: self.output.to_dev(device)?,
+            mean: self.mean.to_dev(device)?,
+            rstd: self.rstd.to_dev(device)?,
+        })
+    }
 }
 
 // ------------------------------------------------------------------------------- helpers
@@ -580,6 +591,14 @@ fn group_norm_forward(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<NormOutput> {
+    if input.device().is_cuda() {
+        // No group-norm kernel yet: the CPU kernel on host copies.
+        check_same_device("group_norm", input, &[weight, bias])?;
+        let (x, w, b) = (host(input)?, weight.map(host).transpose()?, bias.map(host).transpose()?);
+        return via_host("group_norm", input.device(), || {
+            group_norm_forward(&x, num_groups, w.as_ref(), b.as_ref(), eps)
+        });
+    }
     let cd = compute_dtype("group_norm", input)?;
     if input.ndim() < 2 {
         return Err(Error::Runtime(format!(
@@ -672,6 +691,13 @@ pub fn group_norm_backward(
     num_groups: usize,
     need: [bool; 3],
 ) -> Result<NormGrads> {
+    if input.device().is_cuda() {
+        let (g, x, m, r) = (host(grad_out)?, host(input)?, host(mean)?, host(rstd)?);
+        let w = weight.map(host).transpose()?;
+        return via_host("group_norm_backward", input.device(), || {
+            group_norm_backward(&g, &x, w.as_ref(), &m, &r, num_groups, need)
+        });
+    }
     let cd = compute_dtype("group_norm_backward", input)?;
     let (n, c, s) = ncs(input.shape());
     let cg = c / num_groups.max(1);
@@ -1331,14 +1357,14 @@ fn rows_forward_cuda(
     (m, k): (usize, usize),
 ) -> Result<NormOutput> {
     use crate::cuda::nn_ops as nn;
-    if rms {
-        return Err(Error::Runtime(format!(
-            "{op} is not implemented for CUDA tensors yet (got a {} tensor on {}); move it to the CPU with .cpu()",
-            input.dtype().torch_name(),
-            input.device()
-        )));
-    }
     check_same_device(op, input, &[weight, bias])?;
+    if rms {
+        // No RMS kernel yet: the CPU kernel on host copies.
+        let (x, w) = (host(input)?, weight.map(host).transpose()?);
+        return via_host(op, input.device(), || {
+            rows_forward_op(op, &x, normalized_shape, w.as_ref(), None, eps, true)
+        });
+    }
     for (p, name) in [(weight, "weight"), (bias, "bias")] {
         if let Some(t) = p {
             if t.shape() != normalized_shape {
@@ -1377,9 +1403,11 @@ fn rows_backward_cuda(
     use crate::cuda::nn_ops as nn;
     use crate::cuda::ops as cu;
     if rms {
-        return Err(Error::Runtime(
-            "rms_norm backward is not implemented for CUDA tensors yet".into(),
-        ));
+        let (g, x, r, m) = (host(grad_out)?, host(input)?, host(rstd)?, host(mean)?);
+        let w = weight.map(host).transpose()?;
+        return via_host("rms_norm_backward", input.device(), || {
+            rows_backward_op(&g, &x, normalized_shape, w.as_ref(), &m, &r, true, need)
+        });
     }
     let (m, k) = rows_of(input, normalized_shape)?;
     let dt = input.dtype();

@@ -15,6 +15,13 @@ fn _cuda_device_count() -> usize {
     cuda::device_count()
 }
 
+/// The ops that had no CUDA kernel and ran on host copies so far in this process (see
+/// `tensor::host_fallback`), sorted.
+#[pyfunction]
+fn _cuda_host_fallback_ops() -> Vec<&'static str> {
+    crate::tensor::host_fallback::host_fallback_ops()
+}
+
 /// Why CUDA cannot be used (None when it can).
 #[pyfunction]
 fn _cuda_unavailable_reason() -> Option<String> {
@@ -164,6 +171,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_unavailable_reason, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_host_fallback_ops, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_get_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_get_device_capability, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_synchronize, m)?)?;

@@ -1,6 +1,7 @@
 //! Elementwise ops with broadcasting and PyTorch's type promotion. Python scalars are weakly
 //! typed (they only raise the category). f16/bf16 are computed in f32 and rounded back.
 
+use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::autograd::no_grad;
 use crate::cpu::strided;
@@ -851,6 +852,12 @@ fn int_pow(base: i64, exp: i64) -> i64 {
 impl Tensor {
     /// True when no element is zero.
     pub fn is_nonzero_all(&self) -> Result<bool> {
+        if self.device().is_cuda() {
+            // One count on the device and a single number back (a synchronisation, as the
+            // CUDA integer-division check is in PyTorch too).
+            let n = self.count_nonzero(None)?.item()?;
+            return Ok(matches!(n, crate::Scalar::Int(k) if k as usize == self.numel()));
+        }
         with_dtype!(self.dtype(), T, {
             let s = self.storage_slice::<T>()?;
             Ok(crate::cpu::strided::offsets(self.layout())
@@ -892,6 +899,7 @@ fn zip_map<T: Element, U: Element>(
     op: &'static str,
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
+    cuda_via_host!(op, [a, b], |a, b| zip_map(&a, &b, op, f));
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
     let la = a.layout().broadcast_to(op, &shape)?;
     let lb = b.layout().broadcast_to(op, &shape)?;
@@ -903,7 +911,12 @@ fn zip_map<T: Element, U: Element>(
 }
 
 /// Map one tensor of element type `T`.
-fn map_one<T: Element, U: Element>(a: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Result<Tensor> {
+fn map_one<T: Element, U: Element>(
+    a: &Tensor,
+    op: &'static str,
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Result<Tensor> {
+    cuda_via_host!(op, [a], |a| map_one(&a, op, f));
     let s = a.storage_slice::<T>()?;
     Ok(Tensor::from_vec_unchecked(
         strided::map1(s, a.layout(), f),
@@ -950,6 +963,7 @@ fn zip3_map<T: Element, U: Element>(
     op: &'static str,
     f: impl Fn(T, T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
+    cuda_via_host!(op, [a, b, c], |a, b, c| zip3_map(&a, &b, &c, op, f));
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
     let shape = broadcast_shapes(op, &shape, c.shape())?;
     let la = a.layout().broadcast_to(op, &shape)?;
@@ -1204,7 +1218,7 @@ impl Tensor {
             T,
             {
                 let (n, p, m) = (nan as T, pinf as T, ninf as T);
-                map_one(&x, move |v: T| {
+                map_one(&x, "nan_to_num", move |v: T| {
                     if v.is_nan() {
                         n
                     } else if v == T::INFINITY {
@@ -1248,7 +1262,7 @@ impl Tensor {
             T,
             {
                 let (b, th) = (beta as T, threshold as T);
-                map_one(&x, move |v: T| {
+                map_one(&x, "softplus", move |v: T| {
                     if v * b > th {
                         v
                     } else {
@@ -1277,7 +1291,7 @@ impl Tensor {
             T,
             {
                 let p = p as T;
-                map_one(&x, move |v: T| {
+                map_one(&x, "round_decimals", move |v: T| {
                     if neg {
                         (v / p).round_ties_even() * p
                     } else {
@@ -1315,14 +1329,14 @@ impl Tensor {
     /// A float -> float map computed in f64 for f64 tensors and f32 otherwise (via f64 per
     /// element, rounded once); integer inputs give the default float dtype.
     #[allow(clippy::unnecessary_cast)] // `as f64` is a no-op only in the f64 instantiation
-    fn float_map(&self, _op: &'static str, f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
+    fn float_map(&self, op: &'static str, f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
         let out = float_result(self.dtype());
         let cd = out.compute_dtype();
         let x = self.to_dtype(cd);
         let r = with_float_dtype!(
             cd,
             T,
-            { map_one(&x, |v: T| f(v as f64) as T)? },
+            { map_one(&x, op, |v: T| f(v as f64) as T)? },
             unreachable!()
         );
         Ok(r.to_dtype(out))
@@ -1337,11 +1351,11 @@ impl Tensor {
             return with_float_dtype!(
                 x.dtype(),
                 T,
-                { map_one(&x, |v: T| v.is_sign_negative()) },
+                { map_one(&x, "signbit", |v: T| v.is_sign_negative()) },
                 unreachable!()
             );
         }
-        with_dtype!(dt, T, { map_one(self, |v: T| v < T::zero()) })
+        with_dtype!(dt, T, { map_one(self, "signbit", |v: T| v < T::zero()) })
     }
 
     /// `positive()`: the tensor itself (not defined for bool).

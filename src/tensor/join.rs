@@ -1,6 +1,7 @@
 //! Joining and rearranging: `cat`, `stack` (+ h/v/d/column variants), `flip`, `roll`,
 //! `repeat`, `repeat_interleave`, `tile`, `meshgrid`, `tril`/`triu`, `diag`, `diag_embed`.
 
+use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::cpu::gather::{self as kern, DimMap, Plan};
 use crate::cpu::strided::PAR_THRESHOLD;
@@ -548,6 +549,7 @@ impl Tensor {
     }
 
     fn band(&self, k: i64, lower: bool, op: &str) -> Result<Tensor> {
+        cuda_via_host!("tril/triu", [self], |x| x.band(k, lower, op));
         if self.ndim() < 2 {
             return Err(Error::Runtime(format!(
                 "{op}: input tensor must have at least 2 dimensions"

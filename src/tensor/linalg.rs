@@ -6,6 +6,7 @@
 //!
 //! Like PyTorch, products do not promote dtypes: both operands must have the same dtype.
 
+use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::cpu::linalg::{self as kern, DecompError, LinalgElement};
 use crate::cpu::matmul::{matmul_batched, MatStrides, MatmulElement};
@@ -634,6 +635,7 @@ impl Tensor {
 
     /// Sum of the main diagonal of a 2-d tensor (integer inputs give int64).
     pub(crate) fn trace_raw(&self) -> Result<Tensor> {
+        cuda_via_host!("trace", [self], |x| x.trace_raw());
         if self.ndim() != 2 {
             return Err(rt(format!(
                 "trace: expected a matrix, but got tensor with dim {}",
@@ -690,6 +692,7 @@ impl Tensor {
 
     /// `torch.linalg.cross`: cross product of 3-vectors along `dim` (inputs broadcast).
     pub(crate) fn linalg_cross_raw(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
+        cuda_via_host!("linalg.cross", [self, other], |a, b| a.linalg_cross_raw(&b, dim));
         if self.ndim() != other.ndim() {
             return Err(rt(
                 "linalg.cross: inputs must have the same number of dimensions.".into(),
@@ -1459,6 +1462,7 @@ impl Tensor {
 
     /// `linalg.inv`.
     pub(crate) fn linalg_inv_raw(&self) -> Result<Tensor> {
+        cuda_via_host!("linalg.inv", [self], |a| a.linalg_inv_raw());
         let op = "linalg.inv";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1474,6 +1478,7 @@ impl Tensor {
 
     /// `linalg.det` (batched).
     pub(crate) fn linalg_det_raw(&self) -> Result<Tensor> {
+        cuda_via_host!("linalg.det", [self], |a| a.linalg_det_raw());
         let op = "linalg.det";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1489,6 +1494,7 @@ impl Tensor {
 
     /// `linalg.slogdet`: `(sign, log|det|)`.
     pub(crate) fn linalg_slogdet_raw(&self) -> Result<(Tensor, Tensor)> {
+        cuda_via_host!("linalg.slogdet", [self], |a| a.linalg_slogdet_raw());
         let op = "linalg.slogdet";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1505,6 +1511,7 @@ impl Tensor {
 
     /// `logdet`: `log(det)`, NaN for negative determinants, -inf for singular matrices.
     pub(crate) fn logdet_raw(&self) -> Result<Tensor> {
+        cuda_via_host!("logdet", [self], |a| a.logdet_raw());
         let (s, l) = self.linalg_slogdet()?;
         with_linalg_dtype!(self.dtype(), T, {
             let (s, l) = (s.to_vec::<T>()?, l.to_vec::<T>()?);
@@ -1520,6 +1527,7 @@ impl Tensor {
     /// `linalg.solve(A, B, left)`: `A X = B` (or `X A = B` when `!left`); `B` may be a
     /// (batch of) vector(s); batch dims broadcast.
     pub(crate) fn linalg_solve_raw(&self, b: &Tensor, left: bool) -> Result<Tensor> {
+        cuda_via_host!("linalg.solve", [self, b], |a, b| a.linalg_solve_raw(&b, left));
         let op = "linalg.solve";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1598,6 +1606,7 @@ impl Tensor {
 
     /// `linalg.cholesky(A, upper)`.
     pub(crate) fn linalg_cholesky_raw(&self, upper: bool) -> Result<Tensor> {
+        cuda_via_host!("linalg.cholesky", [self], |a| a.linalg_cholesky_raw(upper));
         let op = "linalg.cholesky";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1613,6 +1622,7 @@ impl Tensor {
 
     /// `linalg.qr(A, mode)` with mode "reduced", "complete" or "r" (Q empty).
     pub(crate) fn linalg_qr_raw(&self, mode: &str) -> Result<(Tensor, Tensor)> {
+        cuda_via_host!("linalg.qr", [self], |a| a.linalg_qr_raw(mode));
         let op = "linalg.qr";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1648,6 +1658,7 @@ impl Tensor {
 
     /// `linalg.svd(A, full_matrices)`: `(U, S, Vh)` with `S` descending.
     pub(crate) fn linalg_svd_raw(&self, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+        cuda_via_host!("linalg.svd", [self], |a| a.linalg_svd_raw(full_matrices));
         let op = "linalg.svd";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1677,6 +1688,7 @@ impl Tensor {
 
     /// `linalg.svdvals`: singular values, descending.
     pub(crate) fn linalg_svdvals_raw(&self) -> Result<Tensor> {
+        cuda_via_host!("linalg.svdvals", [self], |a| a.linalg_svdvals_raw());
         let op = "linalg.svd";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1697,6 +1709,7 @@ impl Tensor {
     /// `linalg.eigh(A, UPLO)`: eigenvalues ascending and eigenvectors (as columns); with
     /// `vectors == false` the second tensor is empty.
     pub(crate) fn linalg_eigh_raw(&self, uplo: &str, vectors: bool) -> Result<(Tensor, Tensor)> {
+        cuda_via_host!("linalg.eigh", [self], |a| a.linalg_eigh_raw(uplo, vectors));
         let op = if vectors {
             "linalg.eigh"
         } else {
@@ -1749,6 +1762,7 @@ impl Tensor {
         rtol: Option<f64>,
         hermitian: bool,
     ) -> Result<Tensor> {
+        cuda_via_host!("linalg.pinv", [self], |a| a.linalg_pinv_raw(atol, rtol, hermitian));
         let op = "linalg.pinv";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1775,6 +1789,7 @@ impl Tensor {
         rtol: Option<f64>,
         hermitian: bool,
     ) -> Result<Tensor> {
+        cuda_via_host!("linalg.matrix_rank", [self], |a| a.linalg_matrix_rank(atol, rtol, hermitian));
         let op = "linalg.matrix_rank";
         linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1815,6 +1830,7 @@ impl Tensor {
         rcond: Option<f64>,
         driver: Option<&str>,
     ) -> Result<Lstsq> {
+        cuda_via_host!("linalg.lstsq", [self, b], |a, b| a.linalg_lstsq_raw(&b, rcond, driver));
         let op = "torch.linalg.lstsq";
         let dt = linalg_dtype(self, "linalg.lstsq")?;
         let driver = driver.unwrap_or("gelsy");
@@ -1937,11 +1953,40 @@ impl Tensor {
                 "linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the operation does not have an identity"
             )));
         }
+        if self.device().is_cuda() {
+            return crate::autograd::no_grad(|| self.vector_norm_on_device(ord, dims, keepdim));
+        }
         let vals: Vec<f64> = with_dtype!(x.dtype(), T, {
             let s = x.to_vec::<T>()?;
             norm_rows(&s, outer, inner, |v: T| v.to_f64(), ord)
         });
         Ok(Tensor::from_vec(vals, &out_shape)?.to_dtype(dt))
+    }
+
+    /// `linalg.vector_norm` composed of device kernels (abs, powers, sums, max/min).
+    fn vector_norm_on_device(&self, ord: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        use super::{BinaryOp, UnaryOp};
+        let dt = self.dtype();
+        let a = self.unary(UnaryOp::Abs)?;
+        let scalar = |v: f64| Tensor::scalar(crate::Scalar::Float(v), dt);
+        if ord == f64::INFINITY {
+            return a.amax_raw(dims, keepdim);
+        }
+        if ord == f64::NEG_INFINITY {
+            return a.amin_raw(dims, keepdim);
+        }
+        if ord == 0.0 {
+            return a.binary(&scalar(0.0), BinaryOp::Ne)?.to_dtype(dt).sum_raw(dims, keepdim, None);
+        }
+        if ord == 1.0 {
+            return a.sum_raw(dims, keepdim, None);
+        }
+        if ord == 2.0 {
+            return a.binary(&a, BinaryOp::Mul)?.sum_raw(dims, keepdim, None)?.unary(UnaryOp::Sqrt);
+        }
+        a.binary(&scalar(ord), BinaryOp::Pow)?
+            .sum_raw(dims, keepdim, None)?
+            .binary(&scalar(1.0 / ord), BinaryOp::Pow)
     }
 
     /// `linalg.matrix_norm(A, ord, dim, keepdim)`.
@@ -1951,6 +1996,7 @@ impl Tensor {
         dims: (i64, i64),
         keepdim: bool,
     ) -> Result<Tensor> {
+        cuda_via_host!("linalg.matrix_norm", [self], |a| a.linalg_matrix_norm_raw(ord, dims, keepdim));
         let op = "linalg.matrix_norm";
         let dt = self.dtype();
         if !dt.is_floating_point() {

@@ -5,6 +5,8 @@ pub mod creation;
 mod elementwise;
 mod elementwise_grad;
 mod grad_gaps;
+pub(crate) mod host_fallback;
+pub use host_fallback::host_fallback_ops;
 mod index;
 mod index_grad;
 mod inplace;

@@ -3,6 +3,7 @@
 //! sums/products give int64, `mean`/`var`/`norm` need floating point, f16/bf16 are accumulated
 //! in f32 or f64. Kernels are in `crate::cpu::reduce`; this file validates and dispatches.
 
+use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::cpu::reduce::{self as k, Reducer, Scanner};
 use crate::cuda::ops as cuda;
@@ -255,6 +256,7 @@ impl Tensor {
         keepdim: bool,
         dtype: Option<DType>,
     ) -> Result<Tensor> {
+        cuda_via_host!("nansum", [self], |x| x.nansum_raw(dims, keepdim, dtype));
         let out_dt = dtype.unwrap_or(self.dtype());
         if !out_dt.is_floating_point() || !self.dtype().is_floating_point() {
             return self.sum(dims, keepdim, dtype);
@@ -273,6 +275,7 @@ impl Tensor {
         keepdim: bool,
         dtype: Option<DType>,
     ) -> Result<Tensor> {
+        cuda_via_host!("nanmean", [self], |x| x.nanmean_raw(dims, keepdim, dtype));
         let x = self.to_dtype(dtype.unwrap_or(self.dtype()));
         require_float("nanmean()", &x, "expected input to have")?;
         let mask = reduce_mask(self.ndim(), dims)?;
@@ -643,6 +646,23 @@ impl Tensor {
     fn all_any<const ALL: bool>(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.ndim(), dims)?;
         let shape = reduced_shape(self.shape(), &mask, keepdim);
+        if self.device().is_cuda() {
+            // Count the non-zeros with CUDA kernels: all <=> count == size, any <=> count > 0.
+            let size: usize = self
+                .shape()
+                .iter()
+                .zip(&mask)
+                .filter(|(_, &m)| m)
+                .map(|(&n, _)| n)
+                .product();
+            let counts = self.nonzero_counts(dims, keepdim)?;
+            let r = if ALL {
+                counts.binary(&Tensor::scalar(crate::Scalar::Int(size as i64), DType::I64), super::BinaryOp::Eq)?
+            } else {
+                counts.binary(&Tensor::scalar(crate::Scalar::Int(0), DType::I64), super::BinaryOp::Gt)?
+            };
+            return Ok(if self.dtype() == DType::U8 { r.to_dtype(DType::U8) } else { r });
+        }
         let v = with_dtype!(self.dtype(), T, {
             run::<T, _>(self, &mask, &k::AllAny::<ALL>)?
         });
@@ -653,6 +673,13 @@ impl Tensor {
         } else {
             out
         })
+    }
+
+    /// Number of non-zero elements over `dims` (int64) with CUDA kernels.
+    fn nonzero_counts(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let zero = Tensor::scalar(crate::Scalar::Int(0), self.dtype());
+        let nz = crate::autograd::no_grad(|| self.binary(&zero, super::BinaryOp::Ne))?;
+        nz.to_dtype(DType::I64).sum_raw(dims, keepdim, None)
     }
 
     /// True where every element over `dims` is non-zero.
@@ -668,6 +695,9 @@ impl Tensor {
     /// Number of non-zero elements over `dims` (int64).
     pub fn count_nonzero(&self, dims: Option<&[i64]>) -> Result<Tensor> {
         let mask = reduce_mask(self.ndim(), dims)?;
+        if self.device().is_cuda() {
+            return self.nonzero_counts(dims, false);
+        }
         let shape = reduced_shape(self.shape(), &mask, false);
         let v = with_dtype!(self.dtype(), T, {
             run::<T, _>(self, &mask, &k::CountNonzero)?
@@ -695,6 +725,11 @@ impl Tensor {
         } else {
             DType::I64
         });
+        if self.device().is_cuda() && out_dt != DType::Bool {
+            let d = self.dim(dim)?;
+            return crate::cuda::reduce_ops::cumulative(&self.to_dtype(out_dt), d, PROD);
+        }
+        cuda_via_host!("cumsum/cumprod", [self], |x| x.cum::<PROD>(dim, dtype));
         if out_dt.is_floating_point() {
             let x = self.to_dtype(out_dt);
             return Ok(with_dtype!(x.dtype(), T, {
@@ -724,6 +759,11 @@ impl Tensor {
     }
 
     fn cum_extremum<const MAX: bool>(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        if self.device().is_cuda() && self.dtype() != DType::Bool {
+            let d = self.dim(dim)?;
+            return crate::cuda::reduce_ops::cum_extremum(self, d, MAX);
+        }
+        cuda_via_host!("cummax/cummin", [self], |x| x.cum_extremum::<MAX>(dim));
         Ok(with_dtype!(self.dtype(), T, {
             let (v, i) = unzip(self.scan_with::<T, _>(dim, &k::CumExtremum::<MAX>)?);
             (

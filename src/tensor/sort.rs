@@ -3,6 +3,7 @@
 //! `bincount`, `histc`. NaN sorts as the largest value, as in PyTorch. Kernels live in
 //! `crate::cpu::sort`.
 
+use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::cpu::reduce::is_nan;
 use crate::cpu::sort::{cmp_nan_last, cmp_pair_asc, cmp_pair_desc, line_map, search, sort_line};
@@ -45,6 +46,9 @@ impl Tensor {
     /// Sort along `dim`; returns (values, indices). Ties keep their original order, so the
     /// result is the stable sort whether or not `stable` was asked for.
     pub(crate) fn sort_raw(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        if self.device().is_cuda() {
+            return self.sort_cuda(dim, descending);
+        }
         let (x, d) = self.as_lines(dim)?;
         let n = x.shape()[d];
         let (v, i) = with_dtype!(x.dtype(), T, {
@@ -69,6 +73,25 @@ impl Tensor {
         Ok((v, i))
     }
 
+    /// `sort_raw` of a CUDA tensor: `sort.cu` on the rows of a copy with `dim` last.
+    fn sort_cuda(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        let (x, d) = self.as_lines(dim)?;
+        let n = x.shape()[d];
+        if n <= 1 || x.numel() == 0 {
+            let zeros = crate::cuda::ops::full_on(self, self.shape(), crate::Scalar::Int(0), DType::I64)?;
+            return Ok((self.clone_data(), zeros));
+        }
+        let last = x.ndim() as i64 - 1;
+        let xt = x.transpose(d as i64, last)?;
+        let rows = x.numel() / n;
+        let (v, i) = crate::cuda::reduce_ops::sort_rows(&xt, rows, n, descending)?;
+        let back = |t: Tensor| -> Result<Tensor> {
+            let t = t.reshape_contiguous(xt.shape()).transpose(d as i64, last)?.contiguous();
+            Ok(t.reshape_contiguous(self.shape()))
+        };
+        Ok((back(v)?, back(i)?))
+    }
+
     /// Indices that sort along `dim`.
     pub fn argsort(&self, dim: i64, descending: bool) -> Result<Tensor> {
         Ok(self.sort(dim, descending)?.1)
@@ -85,6 +108,14 @@ impl Tensor {
         let n = x.shape()[d];
         if k < 0 || k as usize > n {
             return Err(Error::Runtime("selected index k out of range".into()));
+        }
+        if self.device().is_cuda() {
+            // The first k of the rows sorted the wanted way.
+            let (v, i) = self.sort_cuda(dim, largest)?;
+            let first = |t: Tensor| -> Result<Tensor> {
+                Ok(if self.ndim() == 0 { t } else { t.narrow(d as i64, 0, k)?.contiguous() })
+            };
+            return Ok((first(v)?, first(i)?));
         }
         let k = k as usize;
         let shape = if self.ndim() == 0 {
@@ -163,6 +194,18 @@ impl Tensor {
         if k < 1 || k as usize > n {
             return Err(Error::Runtime("selected index k out of range".into()));
         }
+        if self.device().is_cuda() {
+            // Column k - 1 of the rows sorted ascending ((value, index) order, as below).
+            let (v, i) = self.sort_cuda(dim, false)?;
+            let pick = |t: Tensor| -> Result<Tensor> {
+                if self.ndim() == 0 {
+                    return Ok(t);
+                }
+                let c = t.narrow(d as i64, k - 1, 1)?.contiguous();
+                Ok(if keepdim { c } else { c.squeeze(Some(&[d as i64]))? })
+            };
+            return Ok((pick(v)?, pick(i)?));
+        }
         let k = k as usize;
         with_dtype!(x.dtype(), T, {
             self.select_per_line::<T>(&x, d, keepdim, |line| {
@@ -178,6 +221,7 @@ impl Tensor {
         keepdim: bool,
         ignore_nan: bool,
     ) -> Result<(Tensor, Tensor)> {
+        cuda_via_host!("median", [self], |x| x.median_impl(dim, keepdim, ignore_nan));
         let op = if ignore_nan { "nanmedian" } else { "median" };
         match dim {
             None => {
@@ -230,6 +274,7 @@ impl Tensor {
     /// Most frequent value along `dim` (the smallest on ties) and the index of its last
     /// occurrence.
     pub(crate) fn mode_raw(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        cuda_via_host!("mode", [self], |x| x.mode_raw(dim, keepdim));
         let (x, d) = self.as_lines(dim)?;
         if x.shape()[d] == 0 {
             return Err(Error::Index(format!(
@@ -287,6 +332,7 @@ impl Tensor {
         return_counts: bool,
         dim: Option<i64>,
     ) -> Result<Unique> {
+        cuda_via_host!("unique", [self], |x| x.unique_impl(consecutive, return_inverse, return_counts, dim));
         let dim = match dim {
             Some(d) => Some(self.dim(d)?),
             None => None,
@@ -387,6 +433,10 @@ impl Tensor {
         out_int32: bool,
         sorter: Option<&Tensor>,
     ) -> Result<Tensor> {
+        if let Some(s) = sorter {
+            cuda_via_host!("searchsorted", [self, values, s], |x, v, s| x.searchsorted(&v, right, out_int32, Some(&s)));
+        }
+        cuda_via_host!("searchsorted", [self, values], |x, v| x.searchsorted(&v, right, out_int32, None));
         let seq = self;
         if seq.ndim() == 0 {
             return Err(Error::Runtime(
@@ -472,6 +522,10 @@ impl Tensor {
 
     /// Count occurrences of each non-negative integer (optionally weighted).
     pub fn bincount(&self, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+        if let Some(w) = weights {
+            cuda_via_host!("bincount", [self, w], |x, w| x.bincount(Some(&w), minlength));
+        }
+        cuda_via_host!("bincount", [self], |x| x.bincount(None, minlength));
         if self.dtype().is_floating_point() || self.dtype() == DType::Bool {
             return Err(Error::UnsupportedDType {
                 op: "bincount_cpu",
@@ -527,6 +581,7 @@ impl Tensor {
     /// Histogram with `bins` equal-width bins over `[min, max]` (the data's range when
     /// `min == max`); elements outside are ignored.
     pub fn histc(&self, bins: i64, min: f64, max: f64) -> Result<Tensor> {
+        cuda_via_host!("histc", [self], |x| x.histc(bins, min, max));
         if !self.dtype().is_floating_point() {
             return Err(Error::UnsupportedDType {
                 op: "histogram_cpu",
