@@ -1934,3 +1934,14 @@ def _interp_separable(input, output_size, align_corners, scales, mode):
 
 __all__ += ["conv3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
             "adaptive_avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d"]
+
+
+from ferrotorch.nn._functional_extra import (  # noqa: E402
+    affine_grid,
+    ctc_loss,
+    embedding_bag,
+    grid_sample,
+    gumbel_softmax,
+)
+
+__all__ += ["gumbel_softmax", "embedding_bag", "affine_grid", "grid_sample", "ctc_loss"]

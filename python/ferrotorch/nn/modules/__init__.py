@@ -6,7 +6,7 @@ from ferrotorch.nn.modules.linear import Bilinear, Identity, Linear  # noqa: F40
 from ferrotorch.nn.modules.activation import *  # noqa: F401,F403
 from ferrotorch.nn.modules.dropout import Dropout  # noqa: F401
 from ferrotorch.nn.modules.flatten import Flatten, Unflatten  # noqa: F401
-from ferrotorch.nn.modules.sparse import Embedding  # noqa: F401
+from ferrotorch.nn.modules.sparse import Embedding, EmbeddingBag  # noqa: F401
 from ferrotorch.nn.modules.loss import *  # noqa: F401,F403
 from ferrotorch.nn.modules.rnn import *  # noqa: F401,F403
 from ferrotorch.nn.modules.transformer import *  # noqa: F401,F403

@@ -7,7 +7,7 @@ from ferrotorch.nn.modules.module import Module
 __all__ = [
     "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
-    "TripletMarginLoss",
+    "TripletMarginLoss", "CTCLoss",
 ]
 
 
@@ -150,3 +150,25 @@ class TripletMarginLoss(_Loss):
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    r"""Connectionist Temporal Classification loss (see ``F.ctc_loss``): ``forward(log_probs,
+    targets, input_lengths, target_lengths)``, ``log_probs`` of shape ``(T, N, C)`` or
+    ``(T, C)``."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction,
+            self.zero_infinity,
+        )
