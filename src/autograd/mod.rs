@@ -280,7 +280,9 @@ fn sum_to_shape_raw(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
         if dims.is_empty() {
             return Ok(t.reshape_contiguous(shape));
         }
-        return Ok(t.sum_raw(Some(&dims), true, None)?.reshape_contiguous(shape));
+        return Ok(t
+            .sum_raw(Some(&dims), true, None)?
+            .reshape_contiguous(shape));
     }
     let dt = t.dtype();
     let cd = dt.compute_dtype();

@@ -19,8 +19,8 @@
 //! backward (create_graph=True) through these layers is not supported.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
-use crate::tensor::host_fallback::{host, via_host, ToDevice};
 use crate::cpu::strided::{self, PAR_THRESHOLD};
+use crate::tensor::host_fallback::{host, via_host, ToDevice};
 use crate::{no_grad, with_dtype, with_float_dtype, DType, Element, Error, Result, Tensor};
 use rayon::prelude::*;
 
@@ -594,7 +594,11 @@ fn group_norm_forward(
     if input.device().is_cuda() {
         // No group-norm kernel yet: the CPU kernel on host copies.
         check_same_device("group_norm", input, &[weight, bias])?;
-        let (x, w, b) = (host(input)?, weight.map(host).transpose()?, bias.map(host).transpose()?);
+        let (x, w, b) = (
+            host(input)?,
+            weight.map(host).transpose()?,
+            bias.map(host).transpose()?,
+        );
         return via_host("group_norm", input.device(), || {
             group_norm_forward(&x, num_groups, w.as_ref(), b.as_ref(), eps)
         });

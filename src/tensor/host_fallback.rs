@@ -30,7 +30,9 @@ fn enabled() -> bool {
 
 /// The ops that ran through the host fallback so far, sorted.
 pub fn host_fallback_ops() -> Vec<&'static str> {
-    USED.lock().map(|s| s.iter().copied().collect()).unwrap_or_default()
+    USED.lock()
+        .map(|s| s.iter().copied().collect())
+        .unwrap_or_default()
 }
 
 /// Results that can be moved back to the device.
@@ -52,7 +54,11 @@ impl<A: ToDevice, B: ToDevice> ToDevice for (A, B) {
 
 impl<A: ToDevice, B: ToDevice, C: ToDevice> ToDevice for (A, B, C) {
     fn to_dev(self, device: Device) -> Result<Self> {
-        Ok((self.0.to_dev(device)?, self.1.to_dev(device)?, self.2.to_dev(device)?))
+        Ok((
+            self.0.to_dev(device)?,
+            self.1.to_dev(device)?,
+            self.2.to_dev(device)?,
+        ))
     }
 }
 

@@ -682,7 +682,8 @@ impl Tensor {
     /// In place: the `true` positions of `mask` (broadcast to `self`) take consecutive
     /// elements of `source`.
     pub(crate) fn masked_scatter_raw_(&self, mask: &Tensor, source: &Tensor) -> Result<()> {
-        cuda_inplace_via_host!("masked_scatter", self, [mask, source], |me, m, s| me.masked_scatter_raw_(&m, &s));
+        cuda_inplace_via_host!("masked_scatter", self, [mask, source], |me, m, s| me
+            .masked_scatter_raw_(&m, &s));
         Self::check_bool_mask(mask, "masked_scatter_")?;
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
@@ -869,7 +870,8 @@ impl Tensor {
 
     /// In place: `self.select(dim, index[i]) = source.select(dim, i)`.
     pub(crate) fn index_copy_raw_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<()> {
-        cuda_inplace_via_host!("index_copy", self, [index, source], |me, i, s| me.index_copy_raw_(dim, &i, &s));
+        cuda_inplace_via_host!("index_copy", self, [index, source], |me, i, s| me
+            .index_copy_raw_(dim, &i, &s));
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
                 "index_copy_(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
@@ -889,7 +891,8 @@ impl Tensor {
 
     /// In place: `self.select(dim, i) = value` for every `i` in `index` (negatives wrap).
     pub(crate) fn index_fill_raw_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<()> {
-        cuda_inplace_via_host!("index_fill", self, [index], |me, i| me.index_fill_raw_(dim, &i, value));
+        cuda_inplace_via_host!("index_fill", self, [index], |me, i| me
+            .index_fill_raw_(dim, &i, value));
         let d = normalize_dim(dim, self.ndim())?;
         let vals = Self::dim_index(index, "index_fill_")?;
         let l = self.layout_1d();
@@ -1123,7 +1126,8 @@ impl Tensor {
         reduce: &str,
         include_self: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("scatter_reduce", [self, index, src], |x, i, s| x.scatter_reduce_raw(dim, &i, &s, reduce, include_self));
+        cuda_via_host!("scatter_reduce", [self, index, src], |x, i, s| x
+            .scatter_reduce_raw(dim, &i, &s, reduce, include_self));
         let r = match reduce {
             "sum" => R::Sum,
             "prod" => R::Prod,
@@ -1281,7 +1285,8 @@ impl Tensor {
 
     /// In place: `self.flatten()[index[i]] = source[i]` (or `+=` with `accumulate`).
     pub(crate) fn put_raw_(&self, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<()> {
-        cuda_inplace_via_host!("put_", self, [index, source], |me, i, s| me.put_raw_(&i, &s, accumulate));
+        cuda_inplace_via_host!("put_", self, [index, source], |me, i, s| me
+            .put_raw_(&i, &s, accumulate));
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
                 "put_(): self and source expected to have the same dtype, but got self.dtype = {} and source.dtype = {}",

@@ -692,7 +692,8 @@ impl Tensor {
 
     /// `torch.linalg.cross`: cross product of 3-vectors along `dim` (inputs broadcast).
     pub(crate) fn linalg_cross_raw(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
-        cuda_via_host!("linalg.cross", [self, other], |a, b| a.linalg_cross_raw(&b, dim));
+        cuda_via_host!("linalg.cross", [self, other], |a, b| a
+            .linalg_cross_raw(&b, dim));
         if self.ndim() != other.ndim() {
             return Err(rt(
                 "linalg.cross: inputs must have the same number of dimensions.".into(),
@@ -1527,7 +1528,8 @@ impl Tensor {
     /// `linalg.solve(A, B, left)`: `A X = B` (or `X A = B` when `!left`); `B` may be a
     /// (batch of) vector(s); batch dims broadcast.
     pub(crate) fn linalg_solve_raw(&self, b: &Tensor, left: bool) -> Result<Tensor> {
-        cuda_via_host!("linalg.solve", [self, b], |a, b| a.linalg_solve_raw(&b, left));
+        cuda_via_host!("linalg.solve", [self, b], |a, b| a
+            .linalg_solve_raw(&b, left));
         let op = "linalg.solve";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1762,7 +1764,8 @@ impl Tensor {
         rtol: Option<f64>,
         hermitian: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("linalg.pinv", [self], |a| a.linalg_pinv_raw(atol, rtol, hermitian));
+        cuda_via_host!("linalg.pinv", [self], |a| a
+            .linalg_pinv_raw(atol, rtol, hermitian));
         let op = "linalg.pinv";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1789,7 +1792,8 @@ impl Tensor {
         rtol: Option<f64>,
         hermitian: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("linalg.matrix_rank", [self], |a| a.linalg_matrix_rank(atol, rtol, hermitian));
+        cuda_via_host!("linalg.matrix_rank", [self], |a| a
+            .linalg_matrix_rank(atol, rtol, hermitian));
         let op = "linalg.matrix_rank";
         linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1830,7 +1834,8 @@ impl Tensor {
         rcond: Option<f64>,
         driver: Option<&str>,
     ) -> Result<Lstsq> {
-        cuda_via_host!("linalg.lstsq", [self, b], |a, b| a.linalg_lstsq_raw(&b, rcond, driver));
+        cuda_via_host!("linalg.lstsq", [self, b], |a, b| a
+            .linalg_lstsq_raw(&b, rcond, driver));
         let op = "torch.linalg.lstsq";
         let dt = linalg_dtype(self, "linalg.lstsq")?;
         let driver = driver.unwrap_or("gelsy");
@@ -1964,7 +1969,12 @@ impl Tensor {
     }
 
     /// `linalg.vector_norm` composed of device kernels (abs, powers, sums, max/min).
-    fn vector_norm_on_device(&self, ord: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    fn vector_norm_on_device(
+        &self,
+        ord: f64,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
         use super::{BinaryOp, UnaryOp};
         let dt = self.dtype();
         let a = self.unary(UnaryOp::Abs)?;
@@ -1976,13 +1986,19 @@ impl Tensor {
             return a.amin_raw(dims, keepdim);
         }
         if ord == 0.0 {
-            return a.binary(&scalar(0.0), BinaryOp::Ne)?.to_dtype(dt).sum_raw(dims, keepdim, None);
+            return a
+                .binary(&scalar(0.0), BinaryOp::Ne)?
+                .to_dtype(dt)
+                .sum_raw(dims, keepdim, None);
         }
         if ord == 1.0 {
             return a.sum_raw(dims, keepdim, None);
         }
         if ord == 2.0 {
-            return a.binary(&a, BinaryOp::Mul)?.sum_raw(dims, keepdim, None)?.unary(UnaryOp::Sqrt);
+            return a
+                .binary(&a, BinaryOp::Mul)?
+                .sum_raw(dims, keepdim, None)?
+                .unary(UnaryOp::Sqrt);
         }
         a.binary(&scalar(ord), BinaryOp::Pow)?
             .sum_raw(dims, keepdim, None)?
@@ -1996,7 +2012,8 @@ impl Tensor {
         dims: (i64, i64),
         keepdim: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("linalg.matrix_norm", [self], |a| a.linalg_matrix_norm_raw(ord, dims, keepdim));
+        cuda_via_host!("linalg.matrix_norm", [self], |a| a
+            .linalg_matrix_norm_raw(ord, dims, keepdim));
         let op = "linalg.matrix_norm";
         let dt = self.dtype();
         if !dt.is_floating_point() {

@@ -657,11 +657,21 @@ impl Tensor {
                 .product();
             let counts = self.nonzero_counts(dims, keepdim)?;
             let r = if ALL {
-                counts.binary(&Tensor::scalar(crate::Scalar::Int(size as i64), DType::I64), super::BinaryOp::Eq)?
+                counts.binary(
+                    &Tensor::scalar(crate::Scalar::Int(size as i64), DType::I64),
+                    super::BinaryOp::Eq,
+                )?
             } else {
-                counts.binary(&Tensor::scalar(crate::Scalar::Int(0), DType::I64), super::BinaryOp::Gt)?
+                counts.binary(
+                    &Tensor::scalar(crate::Scalar::Int(0), DType::I64),
+                    super::BinaryOp::Gt,
+                )?
             };
-            return Ok(if self.dtype() == DType::U8 { r.to_dtype(DType::U8) } else { r });
+            return Ok(if self.dtype() == DType::U8 {
+                r.to_dtype(DType::U8)
+            } else {
+                r
+            });
         }
         let v = with_dtype!(self.dtype(), T, {
             run::<T, _>(self, &mask, &k::AllAny::<ALL>)?

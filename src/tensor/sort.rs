@@ -78,7 +78,8 @@ impl Tensor {
         let (x, d) = self.as_lines(dim)?;
         let n = x.shape()[d];
         if n <= 1 || x.numel() == 0 {
-            let zeros = crate::cuda::ops::full_on(self, self.shape(), crate::Scalar::Int(0), DType::I64)?;
+            let zeros =
+                crate::cuda::ops::full_on(self, self.shape(), crate::Scalar::Int(0), DType::I64)?;
             return Ok((self.clone_data(), zeros));
         }
         let last = x.ndim() as i64 - 1;
@@ -86,7 +87,10 @@ impl Tensor {
         let rows = x.numel() / n;
         let (v, i) = crate::cuda::reduce_ops::sort_rows(&xt, rows, n, descending)?;
         let back = |t: Tensor| -> Result<Tensor> {
-            let t = t.reshape_contiguous(xt.shape()).transpose(d as i64, last)?.contiguous();
+            let t = t
+                .reshape_contiguous(xt.shape())
+                .transpose(d as i64, last)?
+                .contiguous();
             Ok(t.reshape_contiguous(self.shape()))
         };
         Ok((back(v)?, back(i)?))
@@ -113,7 +117,11 @@ impl Tensor {
             // The first k of the rows sorted the wanted way.
             let (v, i) = self.sort_cuda(dim, largest)?;
             let first = |t: Tensor| -> Result<Tensor> {
-                Ok(if self.ndim() == 0 { t } else { t.narrow(d as i64, 0, k)?.contiguous() })
+                Ok(if self.ndim() == 0 {
+                    t
+                } else {
+                    t.narrow(d as i64, 0, k)?.contiguous()
+                })
             };
             return Ok((first(v)?, first(i)?));
         }
@@ -202,7 +210,11 @@ impl Tensor {
                     return Ok(t);
                 }
                 let c = t.narrow(d as i64, k - 1, 1)?.contiguous();
-                Ok(if keepdim { c } else { c.squeeze(Some(&[d as i64]))? })
+                Ok(if keepdim {
+                    c
+                } else {
+                    c.squeeze(Some(&[d as i64]))?
+                })
             };
             return Ok((pick(v)?, pick(i)?));
         }
@@ -221,7 +233,8 @@ impl Tensor {
         keepdim: bool,
         ignore_nan: bool,
     ) -> Result<(Tensor, Tensor)> {
-        cuda_via_host!("median", [self], |x| x.median_impl(dim, keepdim, ignore_nan));
+        cuda_via_host!("median", [self], |x| x
+            .median_impl(dim, keepdim, ignore_nan));
         let op = if ignore_nan { "nanmedian" } else { "median" };
         match dim {
             None => {
@@ -332,7 +345,12 @@ impl Tensor {
         return_counts: bool,
         dim: Option<i64>,
     ) -> Result<Unique> {
-        cuda_via_host!("unique", [self], |x| x.unique_impl(consecutive, return_inverse, return_counts, dim));
+        cuda_via_host!("unique", [self], |x| x.unique_impl(
+            consecutive,
+            return_inverse,
+            return_counts,
+            dim
+        ));
         let dim = match dim {
             Some(d) => Some(self.dim(d)?),
             None => None,
@@ -434,9 +452,15 @@ impl Tensor {
         sorter: Option<&Tensor>,
     ) -> Result<Tensor> {
         if let Some(s) = sorter {
-            cuda_via_host!("searchsorted", [self, values, s], |x, v, s| x.searchsorted(&v, right, out_int32, Some(&s)));
+            cuda_via_host!("searchsorted", [self, values, s], |x, v, s| x.searchsorted(
+                &v,
+                right,
+                out_int32,
+                Some(&s)
+            ));
         }
-        cuda_via_host!("searchsorted", [self, values], |x, v| x.searchsorted(&v, right, out_int32, None));
+        cuda_via_host!("searchsorted", [self, values], |x, v| x
+            .searchsorted(&v, right, out_int32, None));
         let seq = self;
         if seq.ndim() == 0 {
             return Err(Error::Runtime(
@@ -523,7 +547,8 @@ impl Tensor {
     /// Count occurrences of each non-negative integer (optionally weighted).
     pub fn bincount(&self, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
         if let Some(w) = weights {
-            cuda_via_host!("bincount", [self, w], |x, w| x.bincount(Some(&w), minlength));
+            cuda_via_host!("bincount", [self, w], |x, w| x
+                .bincount(Some(&w), minlength));
         }
         cuda_via_host!("bincount", [self], |x| x.bincount(None, minlength));
         if self.dtype().is_floating_point() || self.dtype() == DType::Bool {
