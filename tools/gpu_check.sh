@@ -3,6 +3,7 @@
 # ferrotorch wheel carried in .wheel/, report where the CUDA libraries are, run the GPU test
 # suite and the GPU benchmarks against PyTorch. Logs go to $OUT (or /tmp/gpu_out).
 #   bash tools/gpu_check.sh [all | comma-separated steps: tests,bench,torch] [extra pytest args...]
+# FT_TREE_PYTHON=1 runs the working tree's Python package with the wheel's extension.
 set -u
 what=${1:-all}
 shift || true
@@ -14,6 +15,11 @@ py=python3
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 $py -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .wheel/ferrotorch-*.whl || exit 1
 export PYTHONPATH=/tmp/site
+if [ "${FT_TREE_PYTHON:-0}" = 1 ]; then
+    # Python changes made since the wheel was built: the wheel's extension under the
+    # working tree's package.
+    cp /tmp/site/ferrotorch/_C.abi3.so python/ferrotorch/ && export PYTHONPATH=$PWD/python
+fi
 
 # cudarc (built for CUDA 12.9 names) looks for libnvrtc.so / libnvrtc.so.12 and the like; a
 # CUDA 13 machine only has libnvrtc.so.13 unless the toolkit's unversioned links are on the

@@ -333,7 +333,14 @@ fn apply_linear(
     ft: &LinFn,
     x: &Tensor,
 ) -> Result<Tensor> {
-    let out = crate::no_grad(|| f(x))?;
+    let out = if x.device().is_cuda() {
+        // Maps with no CUDA kernel (3-d pooling, interpolation, non-divisible adaptive
+        // pooling) run on a host copy; the result goes back to the device.
+        let h = crate::tensor::host_fallback::host(x)?;
+        crate::tensor::host_fallback::via_host(name, x.device(), || crate::no_grad(|| f(&h)))?
+    } else {
+        crate::no_grad(|| f(x))?
+    };
     if needs_grad(&[x]) && out.dtype().is_floating_point() {
         let (f, ft) = (f.clone(), ft.clone());
         record(

@@ -2012,8 +2012,6 @@ impl Tensor {
         dims: (i64, i64),
         keepdim: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("linalg.matrix_norm", [self], |a| a
-            .linalg_matrix_norm_raw(ord, dims, keepdim));
         let op = "linalg.matrix_norm";
         let dt = self.dtype();
         if !dt.is_floating_point() {
@@ -2034,6 +2032,8 @@ impl Tensor {
         if ord == MatrixNormOrd::Fro {
             return self.linalg_vector_norm(2.0, Some(&[d0 as i64, d1 as i64]), keepdim);
         }
+        cuda_via_host!("linalg.matrix_norm", [self], |a| a
+            .linalg_matrix_norm_raw(ord, dims, keepdim));
         let p = match ord {
             MatrixNormOrd::P(p) => p,
             _ => 0.0,

@@ -198,7 +198,10 @@ fn eye(n: usize, dt: DType) -> Result<Tensor> {
 /// Batched diagonal matrices from vectors `(..., n)`.
 fn diag_mat(v: &Tensor) -> Result<Tensor> {
     let n = v.shape()[v.ndim() - 1];
-    mul(&v.unsqueeze(-1)?, &eye(n, v.dtype())?)
+    mul(
+        &v.unsqueeze(-1)?,
+        &eye(n, v.dtype())?.to_device(v.device())?,
+    )
 }
 fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.binary(b, BinaryOp::Mul)
@@ -228,7 +231,9 @@ impl Tensor {
                     for i in 0..n {
                         v[i * s[1] + i] = 1.0;
                     }
-                    let m = Tensor::from_vec(v, &s)?.to_dtype(dt);
+                    let m = Tensor::from_vec(v, &s)?
+                        .to_dtype(dt)
+                        .to_device(g.device())?;
                     Ok(vec![Some(mul(&m, g)?)])
                 }),
             );
@@ -391,7 +396,10 @@ impl Tensor {
                     let gl = if upper { g.mt()? } else { g.clone() };
                     let n = l.shape()[l.ndim() - 1];
                     // phi(L^T gL): lower triangle with the diagonal halved.
-                    let p = mul(&l.mt()?.matmul(&gl)?, &tril_mask(n, 0.5, l.dtype(), true)?)?;
+                    let p = mul(
+                        &l.mt()?.matmul(&gl)?,
+                        &tril_mask(n, 0.5, l.dtype(), true)?.to_device(l.device())?,
+                    )?;
                     let li = l.linalg_inv()?;
                     let s = li.mt()?.matmul(&p)?.matmul(&li)?;
                     Ok(vec![Some(muls(&add(&s, &s.mt()?)?, 0.5)?)])
@@ -425,10 +433,10 @@ impl Tensor {
                             let skew = muls(&sub(&vg, &vg.mt()?)?, 0.5)?;
                             // E_ij = w_j - w_i, with 1 on the diagonal (skew has 0 there).
                             let e = sub(&w.unsqueeze(-2)?, &w.unsqueeze(-1)?)?;
-                            let e = add(&e, &eye(n, dt)?)?;
+                            let e = add(&e, &eye(n, dt)?.to_device(e.device())?)?;
                             div(&skew, &e)?
                         }
-                        None => Tensor::zeros(&[n, n], dt),
+                        None => Tensor::zeros(&[n, n], dt).to_device(w.device())?,
                     };
                     if let Some(gw) = gw {
                         inner = add(&inner, &diag_mat(gw)?)?;
@@ -466,14 +474,18 @@ impl Tensor {
                     }
                     let (q, r) = saved.get()?.linalg_qr("reduced")?;
                     let dt = q.dtype();
-                    let gq = gq.unwrap_or_else(|| Tensor::zeros(q.shape(), dt));
-                    let gr = gr.unwrap_or_else(|| Tensor::zeros(r.shape(), dt));
+                    let zeros = |t: &Tensor| Tensor::zeros(t.shape(), dt).to_device(t.device());
+                    let gq = gq.map_or_else(|| zeros(&q), Ok)?;
+                    let gr = gr.map_or_else(|| zeros(&r), Ok)?;
                     // TensorFlow's QrGrad.
                     let qdq = q.mt()?.matmul(&gq)?;
                     let qdq_ = sub(&qdq, &qdq.mt()?)?;
                     let rdr = r.matmul(&gr.mt()?)?;
                     let rdr_ = sub(&rdr, &rdr.mt()?)?;
-                    let tril = mul(&add(&qdq_, &rdr_)?, &tril_mask(n, 1.0, dt, true)?)?;
+                    let tril = mul(
+                        &add(&qdq_, &rdr_)?,
+                        &tril_mask(n, 1.0, dt, true)?.to_device(qdq_.device())?,
+                    )?;
                     let rit = r.linalg_inv()?.mt()?;
                     let ga = q.matmul(&add(&gr, &tril.matmul(&rit)?)?)?;
                     let gb = sub(&gq, &q.matmul(&qdq)?)?.matmul(&rit)?;
@@ -543,22 +555,25 @@ impl Tensor {
                         None => None,
                     };
                     if gu.is_none() && gv.is_none() {
-                        let gs = gs.unwrap_or_else(|| Tensor::zeros(s.shape(), dt));
+                        let gs = gs.map_or_else(
+                            || Tensor::zeros(s.shape(), dt).to_device(s.device()),
+                            Ok,
+                        )?;
                         return Ok(vec![Some(u.matmul(&diag_mat(&gs)?)?.matmul(&vh)?)]);
                     }
                     // Real case of PyTorch's svd_backward.
                     let ut_gu = match &gu {
                         Some(g) => u.mt()?.matmul(g)?,
-                        None => Tensor::zeros(&[k, k], dt),
+                        None => Tensor::zeros(&[k, k], dt).to_device(s.device())?,
                     };
                     let vt_gv = match &gv {
                         Some(g) => v.mt()?.matmul(g)?,
-                        None => Tensor::zeros(&[k, k], dt),
+                        None => Tensor::zeros(&[k, k], dt).to_device(s.device())?,
                     };
                     let s2 = mul(&s, &s)?;
                     // E_ij = s_j^2 - s_i^2, 1 on the diagonal.
                     let e = sub(&s2.unsqueeze(-2)?, &s2.unsqueeze(-1)?)?;
-                    let e = add(&e, &eye(k, dt)?)?;
+                    let e = add(&e, &eye(k, dt)?.to_device(e.device())?)?;
                     let sym_u = sub(&ut_gu, &ut_gu.mt()?)?; // skew(U^T gU) * 2
                     let sym_v = sub(&vt_gv, &vt_gv.mt()?)?;
                     let sc = s.unsqueeze(-1)?; // S as column

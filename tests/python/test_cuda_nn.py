@@ -401,8 +401,12 @@ def test_layer_norm_module_stats_and_errors():
     np.testing.assert_allclose(cpu_np(rstd), cpu_np(rstd_c), rtol=1e-4)
     with pytest.raises(RuntimeError, match="normalized_shape"):
         F.layer_norm(x.cuda(), (4,))
-    with pytest.raises(RuntimeError, match="CUDA"):
-        F.rms_norm(x.cuda(), (300,))
+    # RMS norm has no kernel yet: it runs on a host copy and comes back to the GPU.
+    w = torch.randn(300)
+    want = F.rms_norm(x, (300,), w)
+    got = F.rms_norm(x.cuda(), (300,), w.cuda())
+    assert got.is_cuda
+    np.testing.assert_allclose(cpu_np(got), cpu_np(want), rtol=1e-5, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------- embedding
