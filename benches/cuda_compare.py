@@ -98,6 +98,21 @@ def case_cnn_step(lib):
     return step, None, None
 
 
+def case_sort(lib, rows, n):
+    x = lib.randn(rows, n, device="cuda")
+    return (lambda: lib.sort(x, dim=1)), None, None
+
+
+def case_topk(lib, rows, n, k):
+    x = lib.randn(rows, n, device="cuda")
+    return (lambda: x.topk(k, 1)), None, None
+
+
+def case_cumsum(lib, rows, n):
+    x = lib.randn(rows, n, device="cuda")
+    return (lambda: x.cumsum(1)), None, None
+
+
 CASES = [
     ("a*b+c 64M f32 (bandwidth)", case_fma, ()),
     ("matmul f32 4096", case_matmul, (4096, "float32")),
@@ -107,6 +122,10 @@ CASES = [
     ("a+b 4 elements (launch overhead)", case_small_add, ()),
     ("MLP 784-256-10 Adam step, batch 64", case_mlp_step, ()),
     ("CNN 2 conv + linear SGD step, batch 64", case_cnn_step, ()),
+    ("sort 4096 rows x 1000 f32", case_sort, (4096, 1000)),
+    ("sort 1 row x 1M f32", case_sort, (1, 1 << 20)),
+    ("topk 10 of 4096 rows x 1000", case_topk, (4096, 1000, 10)),
+    ("cumsum 4096 x 4096 along rows", case_cumsum, (4096, 4096)),
 ]
 
 

@@ -45,6 +45,13 @@
 //   layer_norm_bwd_params_<dt>(const T* x, const T* gy, const A* mean, const A* rstd,
 //                              T* gweight, T* gbias, long long rows, long long cols)
 //       one thread per column (elementwise launch over cols); outputs nullable.
+//   rms_norm_fwd_<dt>(const T* x, const T* weight, T* y, A* rstd, long long rows,
+//                     long long cols, double eps)
+//       y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps); weight nullable. One block
+//       per row. (grad_weight: layer_norm_bwd_params with a zero mean.)
+//   rms_norm_bwd_<dt>(const T* x, const T* gy, const A* rstd, const T* weight, T* gx,
+//                     long long rows, long long cols)
+//       gx = rstd * (wg - xhat * mean(wg * xhat)), wg = gy * weight. One block per row.
 //
 // ---- embedding, cross entropy ----------------------------------------------------------------
 //   embedding_bwd_<dt>(const long long* indices, long long n_idx, const T* gy, long long dim,
@@ -391,6 +398,53 @@ __device__ __forceinline__ void layer_norm_bwd_params_kernel(
     }
 }
 
+// ---- RMS norm ---------------------------------------------------------------------------------
+template <typename T>
+__device__ __forceinline__ void rms_norm_fwd_kernel(const T* __restrict__ x, const T* weight,
+                                                    T* __restrict__ y,
+                                                    typename FloatAccT<T>::type* rstd,
+                                                    long long rows, long long cols, double eps) {
+    typedef typename FloatAccT<T>::type A;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * cols;
+        A ss = A(0);
+        for (long long k = threadIdx.x; k < cols; k += blockDim.x) {
+            const A v = load_f(xr[k]);
+            ss += v * v;
+        }
+        ss = block_reduce(ss, SumOp(), A(0));
+        const A rs = A(1) / sqrt(ss / A(cols) + A(eps));
+        if (threadIdx.x == 0 && rstd) rstd[r] = rs;
+        for (long long k = threadIdx.x; k < cols; k += blockDim.x) {
+            A v = load_f(xr[k]) * rs;
+            if (weight) v *= load_f(weight[k]);
+            y[r * cols + k] = from_acc<T>(v);
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void rms_norm_bwd_kernel(
+    const T* __restrict__ x, const T* __restrict__ gy, const typename FloatAccT<T>::type* rstd,
+    const T* weight, T* __restrict__ gx, long long rows, long long cols) {
+    typedef typename FloatAccT<T>::type A;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const long long base = r * cols;
+        const A rs = rstd[r];
+        A s = A(0);
+        for (long long k = threadIdx.x; k < cols; k += blockDim.x) {
+            const A wg = load_f(gy[base + k]) * (weight ? load_f(weight[k]) : A(1));
+            s += wg * load_f(x[base + k]) * rs;
+        }
+        s = block_reduce(s, SumOp(), A(0)) / A(cols);
+        for (long long k = threadIdx.x; k < cols; k += blockDim.x) {
+            const A wg = load_f(gy[base + k]) * (weight ? load_f(weight[k]) : A(1));
+            const A xhat = load_f(x[base + k]) * rs;
+            gx[base + k] = from_acc<T>(rs * (wg - xhat * s));
+        }
+    }
+}
+
 // ---- embedding backward -------------------------------------------------------------------------
 template <typename T>
 __device__ __forceinline__ void embedding_bwd_kernel(const long long* __restrict__ indices,
@@ -550,6 +604,16 @@ __device__ __forceinline__ void cross_entropy_bwd_kernel(
         const T* x, const T* gy, const Acc_##sfx* mean, const Acc_##sfx* rstd, T* gweight,       \
         T* gbias, long long rows, long long cols) {                                              \
         layer_norm_bwd_params_kernel<T>(x, gy, mean, rstd, gweight, gbias, rows, cols);          \
+    }                                                                                            \
+    extern "C" __global__ void rms_norm_fwd_##sfx(const T* x, const T* weight, T* y,             \
+                                                  Acc_##sfx* rstd, long long rows,               \
+                                                  long long cols, double eps) {                  \
+        rms_norm_fwd_kernel<T>(x, weight, y, rstd, rows, cols, eps);                             \
+    }                                                                                            \
+    extern "C" __global__ void rms_norm_bwd_##sfx(const T* x, const T* gy,                       \
+                                                  const Acc_##sfx* rstd, const T* weight,        \
+                                                  T* gx, long long rows, long long cols) {       \
+        rms_norm_bwd_kernel<T>(x, gy, rstd, weight, gx, rows, cols);                             \
     }                                                                                            \
     extern "C" __global__ void embedding_bwd_##sfx(const long long* indices, long long n_idx,    \
                                                    const T* gy, long long dim, T* gweight,       \

@@ -179,6 +179,26 @@ pub(crate) fn layer_norm_bwd(
 ) -> Result<[Option<Tensor>; 3]> {
     unavailable()
 }
+pub(crate) fn rms_norm_fwd(
+    _x: &Tensor,
+    _weight: Option<&Tensor>,
+    _rows: usize,
+    _cols: usize,
+    _eps: f64,
+) -> Result<(Tensor, Tensor)> {
+    unavailable()
+}
+pub(crate) fn rms_norm_bwd(
+    _x: &Tensor,
+    _gy: &Tensor,
+    _rstd: &Tensor,
+    _weight: Option<&Tensor>,
+    _need: [bool; 3],
+    _rows: usize,
+    _cols: usize,
+) -> Result<[Option<Tensor>; 3]> {
+    unavailable()
+}
 pub(crate) fn embedding_bwd(
     _gy: &Tensor,
     _indices: &Tensor,

@@ -692,6 +692,74 @@ pub(crate) fn layer_norm_bwd(
     Ok([gx, gw, gb])
 }
 
+/// RMS-norm forward over rows of a contiguous `x` (rows, cols): (y, rstd in the
+/// accumulation dtype).
+pub(crate) fn rms_norm_fwd(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    rows: usize,
+    cols: usize,
+    eps: f64,
+) -> Result<(Tensor, Tensor)> {
+    check_float("rms_norm", x)?;
+    let ord = ordinal_of(x)?;
+    let ad = acc_dtype(x.dtype());
+    let y = empty(ord, x.shape(), x.dtype())?;
+    if cols == 0 {
+        return Ok((y, full(ord, &[rows], Scalar::Float(f64::NAN), ad)?));
+    }
+    let rstd = empty(ord, &[rows], ad)?;
+    if rows == 0 {
+        return Ok((y, rstd));
+    }
+    let dev = dev_of(x)?;
+    let (xp, wp, yp, rp) = (cptr(x)?, optr(weight)?, ptr(&y)?, ptr(&rstd)?);
+    let (r64, c64) = (rows as i64, cols as i64);
+    launch!(dev, KernelFile::Nn, nn_name("rms_norm_fwd", x.dtype()), per_row(rows);
+        xp, wp, yp, rp, r64, c64, eps)?;
+    Ok((y, rstd))
+}
+
+/// RMS-norm backward: (grad_input, grad_weight) where `need` says (`need[2]`, the bias, is
+/// ignored: there is none).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rms_norm_bwd(
+    x: &Tensor,
+    gy: &Tensor,
+    rstd: &Tensor,
+    weight: Option<&Tensor>,
+    need: [bool; 3],
+    rows: usize,
+    cols: usize,
+) -> Result<[Option<Tensor>; 3]> {
+    let ord = ordinal_of(x)?;
+    let dt = x.dtype();
+    let gx = need[0].then(|| empty(ord, x.shape(), dt)).transpose()?;
+    let gw = need[1].then(|| empty(ord, &[cols], dt)).transpose()?;
+    if cols == 0 {
+        return Ok([gx, gw, None]);
+    }
+    if rows == 0 {
+        return Ok([gx, gw.map(|t| zeros(x, t.shape(), dt)).transpose()?, None]);
+    }
+    let dev = dev_of(x)?;
+    let (xp, gp, rp) = (cptr(x)?, cptr(gy)?, cptr(rstd)?);
+    let (r64, c64) = (rows as i64, cols as i64);
+    if let Some(gx) = &gx {
+        let (wp, gxp) = (optr(weight)?, ptr(gx)?);
+        launch!(dev, KernelFile::Nn, nn_name("rms_norm_bwd", dt), per_row(rows);
+            xp, gp, rp, wp, gxp, r64, c64)?;
+    }
+    if let Some(gw) = &gw {
+        // sum over rows of gy * x * rstd: layer norm's parameter kernel with a zero mean.
+        let mean = zeros(x, &[rows], acc_dtype(dt))?;
+        let (mp, gwp, gbp) = (ptr(&mean)?, ptr(gw)?, 0u64);
+        launch!(dev, KernelFile::Nn, nn_name("layer_norm_bwd_params", dt), elementwise(cols);
+            xp, gp, mp, rp, gwp, gbp, r64, c64)?;
+    }
+    Ok([gx, gw, None])
+}
+
 // ------------------------------------------------------------------------------- embedding
 
 /// Dense gradient of an embedding: `gweight (num_embeddings, dim)` = sum of the rows of

@@ -1362,13 +1362,6 @@ fn rows_forward_cuda(
 ) -> Result<NormOutput> {
     use crate::cuda::nn_ops as nn;
     check_same_device(op, input, &[weight, bias])?;
-    if rms {
-        // No RMS kernel yet: the CPU kernel on host copies.
-        let (x, w) = (host(input)?, weight.map(host).transpose()?);
-        return via_host(op, input.device(), || {
-            rows_forward_op(op, &x, normalized_shape, w.as_ref(), None, eps, true)
-        });
-    }
     for (p, name) in [(weight, "weight"), (bias, "bias")] {
         if let Some(t) = p {
             if t.shape() != normalized_shape {
@@ -1385,7 +1378,13 @@ fn rows_forward_cuda(
     let x = nn::contig(input, dt)?;
     let w = weight.map(|w| nn::contig(w, dt)).transpose()?;
     let b = bias.map(|b| nn::contig(b, dt)).transpose()?;
-    let (y, mean, rstd) = nn::layer_norm_fwd(&x, w.as_ref(), b.as_ref(), m, k, eps)?;
+    let (y, mean, rstd) = if rms {
+        let (y, rstd) = nn::rms_norm_fwd(&x, w.as_ref(), m, k, eps)?;
+        let zeros = crate::cuda::ops::full_on(&x, &[m], crate::Scalar::Float(0.0), rstd.dtype())?;
+        (y, zeros, rstd)
+    } else {
+        nn::layer_norm_fwd(&x, w.as_ref(), b.as_ref(), m, k, eps)?
+    };
     let nd = normalized_shape.len();
     let mut sshape = input.shape()[..input.ndim() - nd].to_vec();
     sshape.extend(std::iter::repeat_n(1, nd));
@@ -1406,22 +1405,20 @@ fn rows_backward_cuda(
 ) -> Result<NormGrads> {
     use crate::cuda::nn_ops as nn;
     use crate::cuda::ops as cu;
-    if rms {
-        let (g, x, r, m) = (host(grad_out)?, host(input)?, host(rstd)?, host(mean)?);
-        let w = weight.map(host).transpose()?;
-        return via_host("rms_norm_backward", input.device(), || {
-            rows_backward_op(&g, &x, normalized_shape, w.as_ref(), &m, &r, true, need)
-        });
-    }
     let (m, k) = rows_of(input, normalized_shape)?;
     let dt = input.dtype();
     let ad = nn::acc_dtype(dt);
     let x = nn::contig(input, dt)?;
     let g = nn::contig(grad_out, dt)?;
     let w = weight.map(|w| nn::contig(w, dt)).transpose()?;
-    let mean = nn::contig(mean, ad)?;
     let rstd = nn::contig(rstd, ad)?;
-    let [gx, gw, gb] = nn::layer_norm_bwd(&x, &g, &mean, &rstd, w.as_ref(), need, m, k)?;
+    let [gx, gw, gb] = if rms {
+        // (`mean` is all zeros for RMS norm, and may live on the host.)
+        nn::rms_norm_bwd(&x, &g, &rstd, w.as_ref(), need, m, k)?
+    } else {
+        let mean = nn::contig(mean, ad)?;
+        nn::layer_norm_bwd(&x, &g, &mean, &rstd, w.as_ref(), need, m, k)?
+    };
     let wdt = weight.map_or(dt, |w| w.dtype());
     let dx = gx.map(|t| t.reshape_contiguous(input.shape()));
     let dw = gw

@@ -401,12 +401,33 @@ def test_layer_norm_module_stats_and_errors():
     np.testing.assert_allclose(cpu_np(rstd), cpu_np(rstd_c), rtol=1e-4)
     with pytest.raises(RuntimeError, match="normalized_shape"):
         F.layer_norm(x.cuda(), (4,))
-    # RMS norm has no kernel yet: it runs on a host copy and comes back to the GPU.
-    w = torch.randn(300)
-    want = F.rms_norm(x, (300,), w)
-    got = F.rms_norm(x.cuda(), (300,), w.cuda())
-    assert got.is_cuda
-    np.testing.assert_allclose(cpu_np(got), cpu_np(want), rtol=1e-5, atol=1e-6)
+
+@pytest.mark.cuda
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_rms_norm_forward_backward(dtype):
+    dt = getattr(torch, dtype)
+    x = torch.randn(6, 4, 300).to(dt)
+    w = torch.randn(300).to(dt)
+    tol = 3e-2 if dt == torch.bfloat16 else 1e-4
+    for shape, weight in [((300,), w), ((4, 300), None)]:
+        xc = x.clone().requires_grad_()
+        xg = x.cuda().requires_grad_()
+        wc = weight.clone().requires_grad_() if weight is not None else None
+        wg = weight.cuda().requires_grad_() if weight is not None else None
+        want = F.rms_norm(xc, shape, wc, eps=1e-6)
+        got = F.rms_norm(xg, shape, wg, eps=1e-6)
+        assert got.is_cuda and got.dtype == dt
+        np.testing.assert_allclose(cpu_np(got), cpu_np(want), rtol=tol, atol=tol)
+        gy = torch.randn(*x.shape).to(dt)
+        (want * gy).sum().backward()
+        (got * gy.cuda()).sum().backward()
+        np.testing.assert_allclose(cpu_np(xg.grad), cpu_np(xc.grad), rtol=tol, atol=tol)
+        if weight is not None:
+            np.testing.assert_allclose(cpu_np(wg.grad), cpu_np(wc.grad), rtol=tol, atol=tol * 10)
+    m = torch.nn.RMSNorm(300).cuda() if hasattr(torch.nn, "RMSNorm") else None
+    if m is not None:
+        assert m(x.cuda().float()).is_cuda
 
 
 # ----------------------------------------------------------------------------- embedding
