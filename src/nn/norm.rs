@@ -20,7 +20,6 @@
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::cpu::strided::{self, PAR_THRESHOLD};
-use crate::tensor::host_fallback::{host, via_host, ToDevice};
 use crate::{no_grad, with_dtype, with_float_dtype, DType, Element, Error, Result, Tensor};
 use rayon::prelude::*;
 
@@ -30,16 +29,6 @@ pub struct NormOutput {
     pub output: Tensor,
     pub mean: Tensor,
     pub rstd: Tensor,
-}
-
-impl ToDevice for NormOutput {
-    fn to_dev(self, device: crate::Device) -> Result<Self> {
-        Ok(NormOutput {
-            output: self.output.to_dev(device)?,
-            mean: self.mean.to_dev(device)?,
-            rstd: self.rstd.to_dev(device)?,
-        })
-    }
 }
 
 // ------------------------------------------------------------------------------- helpers
@@ -591,18 +580,6 @@ fn group_norm_forward(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<NormOutput> {
-    if input.device().is_cuda() {
-        // No group-norm kernel yet: the CPU kernel on host copies.
-        check_same_device("group_norm", input, &[weight, bias])?;
-        let (x, w, b) = (
-            host(input)?,
-            weight.map(host).transpose()?,
-            bias.map(host).transpose()?,
-        );
-        return via_host("group_norm", input.device(), || {
-            group_norm_forward(&x, num_groups, w.as_ref(), b.as_ref(), eps)
-        });
-    }
     let cd = compute_dtype("group_norm", input)?;
     if input.ndim() < 2 {
         return Err(Error::Runtime(format!(
@@ -627,6 +604,17 @@ fn group_norm_forward(
             ))
         }
     };
+    if input.device().is_cuda() {
+        check_same_device("group_norm", input, &[weight, bias])?;
+        for (p, name) in [(weight, "weight"), (bias, "bias")] {
+            if let Some(t) = p {
+                if t.numel() != c {
+                    return Err(per_channel(name)(t));
+                }
+            }
+        }
+        return group_norm_forward_cuda(input, num_groups, weight, bias, eps);
+    }
     let w = param_values(weight, c, per_channel("weight"))?;
     let b = param_values(bias, c, per_channel("bias"))?;
     let cg = c / num_groups;
@@ -685,6 +673,105 @@ fn group_norm_forward(
     })
 }
 
+/// `weight` (C) viewed as (1, C, 1) in `dt`, for broadcasting over (N, C, S).
+fn per_channel_view(w: &Tensor, dt: DType) -> Tensor {
+    w.to_dtype(dt).reshape_contiguous(&[1, w.numel(), 1])
+}
+
+/// [`group_norm_forward`] on CUDA: the statistics of each (sample, group) are layer norm's
+/// over the rows of the input viewed as (N * G, C / G * S) (nn.cu's `layer_norm_fwd`), then
+/// the per-channel affine with broadcasting kernels.
+fn group_norm_forward_cuda(
+    input: &Tensor,
+    num_groups: usize,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<NormOutput> {
+    use crate::cuda::nn_ops as nn;
+    use crate::tensor::BinaryOp;
+    let dt = input.dtype();
+    let (n, c, s) = ncs(input.shape());
+    let rows = n * num_groups;
+    let x = nn::contig(input, dt)?;
+    let (y, mean, rstd) = nn::layer_norm_fwd(&x, None, None, rows, (c / num_groups) * s, eps)?;
+    let mut y = y.reshape_contiguous(&[n, c, s]);
+    if let Some(w) = weight {
+        y = y.binary(&per_channel_view(w, dt), BinaryOp::Mul)?;
+    }
+    if let Some(b) = bias {
+        y = y.binary(&per_channel_view(b, dt), BinaryOp::Add)?;
+    }
+    Ok(NormOutput {
+        output: y.reshape_contiguous(input.shape()),
+        mean: mean.reshape_contiguous(&[n, num_groups]),
+        rstd: rstd.reshape_contiguous(&[n, num_groups]),
+    })
+}
+
+/// [`group_norm_backward`] on CUDA. With `wg = grad * weight` (per channel), the input
+/// gradient is layer norm's (no affine) over the (N * G, C / G * S) rows of `wg`; the
+/// parameter gradients are sums over N and S of `grad * xhat` and `grad`.
+fn group_norm_backward_cuda(
+    grad_out: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    (mean, rstd): (&Tensor, &Tensor),
+    num_groups: usize,
+    need: [bool; 3],
+) -> Result<NormGrads> {
+    use crate::cuda::nn_ops as nn;
+    use crate::tensor::BinaryOp;
+    let dt = input.dtype();
+    let ad = nn::acc_dtype(dt);
+    let (n, c, s) = ncs(input.shape());
+    let (rows, cols) = (n * num_groups, (c / num_groups) * s);
+    let x = nn::contig(input, dt)?;
+    let g = nn::contig(grad_out, dt)?.reshape_contiguous(&[n, c, s]);
+    let (mean, rstd) = (nn::contig(mean, ad)?, nn::contig(rstd, ad)?);
+    let gx = if need[0] {
+        let wg = match weight {
+            Some(w) => nn::contig(&g.binary(&per_channel_view(w, dt), BinaryOp::Mul)?, dt)?,
+            None => g.clone(),
+        };
+        let [gx, _, _] = nn::layer_norm_bwd(
+            &x,
+            &wg,
+            &mean,
+            &rstd,
+            None,
+            [true, false, false],
+            rows,
+            cols,
+        )?;
+        gx.map(|t| t.reshape_contiguous(input.shape()))
+    } else {
+        None
+    };
+    let wdt = weight.map_or(dt, |w| w.dtype());
+    let over_n_s: [i64; 2] = [0, 2];
+    let gw = if need[1] {
+        let stat = |t: &Tensor| t.to_dtype(dt).reshape_contiguous(&[n, num_groups, 1]);
+        let xhat = x
+            .reshape_contiguous(&[n, num_groups, cols])
+            .binary(&stat(&mean), BinaryOp::Sub)?
+            .binary(&stat(&rstd), BinaryOp::Mul)?
+            .reshape_contiguous(&[n, c, s]);
+        let gw = g
+            .binary(&xhat, BinaryOp::Mul)?
+            .sum_raw(Some(&over_n_s), false, None)?;
+        Some(gw.to_dtype(wdt))
+    } else {
+        None
+    };
+    let gb = if need[2] {
+        Some(g.sum_raw(Some(&over_n_s), false, None)?.to_dtype(wdt))
+    } else {
+        None
+    };
+    Ok((gx, gw, gb))
+}
+
 /// Backward of [`group_norm`] (statistics of shape `(N, num_groups)` from the forward).
 pub fn group_norm_backward(
     grad_out: &Tensor,
@@ -696,11 +783,7 @@ pub fn group_norm_backward(
     need: [bool; 3],
 ) -> Result<NormGrads> {
     if input.device().is_cuda() {
-        let (g, x, m, r) = (host(grad_out)?, host(input)?, host(mean)?, host(rstd)?);
-        let w = weight.map(host).transpose()?;
-        return via_host("group_norm_backward", input.device(), || {
-            group_norm_backward(&g, &x, w.as_ref(), &m, &r, num_groups, need)
-        });
+        return group_norm_backward_cuda(grad_out, input, weight, (mean, rstd), num_groups, need);
     }
     let cd = compute_dtype("group_norm_backward", input)?;
     let (n, c, s) = ncs(input.shape());

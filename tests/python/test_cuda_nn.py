@@ -497,3 +497,40 @@ def test_small_cnn_training_matches_cpu():
         np.testing.assert_allclose(cpu_np(pg), cpu_np(pc), rtol=1e-3, atol=1e-4, err_msg=name)
     np.testing.assert_allclose(cpu_np(gpu.bn1.running_mean), cpu_np(cpu.bn1.running_mean),
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.cuda
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("shape,groups", [((4, 6, 5, 3), 3), ((3, 8), 2), ((2, 4, 7), 4), ((0, 4, 3), 2)])
+def test_group_norm_forward_backward(dtype, shape, groups):
+    dt = getattr(torch, dtype)
+    rng = np.random.default_rng(0)
+    c = shape[1]
+    x = torch.from_numpy(rng.standard_normal(shape) * 3 + 1).to(dt)
+    w = torch.from_numpy(rng.standard_normal(c)).to(dt)
+    b = torch.from_numpy(rng.standard_normal(c)).to(dt)
+    tol = 2e-2 if dt == torch.float16 else 1e-4
+    for affine in (True, False):
+        leaves_c = [x.clone().requires_grad_()] + (
+            [w.clone().requires_grad_(), b.clone().requires_grad_()] if affine else [None, None]
+        )
+        leaves_g = [x.cuda().requires_grad_()] + (
+            [w.cuda().requires_grad_(), b.cuda().requires_grad_()] if affine else [None, None]
+        )
+        want = F.group_norm(leaves_c[0], groups, leaves_c[1], leaves_c[2])
+        got = F.group_norm(leaves_g[0], groups, leaves_g[1], leaves_g[2])
+        assert got.is_cuda and got.dtype == dt
+        np.testing.assert_allclose(cpu_np(got), cpu_np(want), rtol=tol, atol=tol)
+        gy = torch.from_numpy(rng.standard_normal(shape)).to(dt)
+        (want * gy).sum().backward()
+        (got * gy.cuda()).sum().backward()
+        for lc, lg in zip(leaves_c, leaves_g):
+            if lc is not None:
+                np.testing.assert_allclose(cpu_np(lg.grad), cpu_np(lc.grad), rtol=tol, atol=tol * 5)
+    m = torch.nn.GroupNorm(groups, c).to(dt)
+    mg = torch.nn.GroupNorm(groups, c).to(dt).cuda()
+    np.testing.assert_allclose(cpu_np(mg(x.cuda())), cpu_np(m(x)), rtol=tol, atol=tol)
+    with pytest.raises(RuntimeError, match="divisible by num_groups"):
+        F.group_norm(x.cuda(), 5 if c % 5 else 7)
+    assert "group_norm" not in torch._C._cuda_host_fallback_ops()
