@@ -1,8 +1,10 @@
 """Module-level reductions and sorting functions (``ferrotorch.sum(x, 0)``...): they forward
 to the Tensor methods, which hold the PyTorch signatures. ``searchsorted`` and ``bucketize``
-are native module functions.
+wrap the native module functions (results on the input's device).
 """
 
+from ferrotorch import _C
+from ferrotorch._cuda_fallback import cuda_device as _cuda_device
 from ferrotorch._functions import _forward
 
 _NAMES = """
@@ -17,3 +19,66 @@ __all__ = list(_NAMES)
 
 for _name in _NAMES:
     globals()[_name] = _forward(_name)
+
+
+# ---------------------------------------------------------------- CUDA inputs of CPU kernels
+# bincount, histc, searchsorted and bucketize have CPU kernels only: they read a CUDA input
+# back to the host and build their result on the CPU. The result is moved to the input's
+# device here, as PyTorch returns it there. count_nonzero is composed from ops with CUDA
+# kernels instead.
+Tensor = _C.Tensor
+
+
+_native_bincount = Tensor.bincount
+_native_histc = Tensor.histc
+_native_count_nonzero = Tensor.count_nonzero
+
+
+def _bincount(self, weights=None, minlength=0):
+    """Occurrences of each non-negative integer of a 1-d tensor (weighted by ``weights``)."""
+    result = _native_bincount(self, weights, minlength)
+    return result.to(self.device) if self.is_cuda else result
+
+
+def _histc(self, bins=100, min=0.0, max=0.0):  # noqa: A002 (PyTorch's names)
+    """Histogram of the values in ``bins`` equal bins between ``min`` and ``max`` (the data's
+    range when both are 0)."""
+    result = _native_histc(self, bins, min, max)
+    return result.to(self.device) if self.is_cuda else result
+
+
+def _count_nonzero(self, dim=None):
+    """Number of non-zero elements over ``dim`` (all dims when None), as int64."""
+    if not self.is_cuda:
+        return _native_count_nonzero(self, dim)
+    nz = self != 0
+    if dim is None:
+        return nz.sum()
+    return nz.sum(dim if isinstance(dim, int) else [int(d) for d in dim])
+
+
+Tensor.bincount = _bincount
+Tensor.histc = _histc
+Tensor.count_nonzero = _count_nonzero
+
+
+def searchsorted(
+    sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None
+):
+    """Indices where the elements of ``input`` would be inserted into ``sorted_sequence``
+    (along its last dimension) to keep it sorted."""
+    result = _C.searchsorted(
+        sorted_sequence, input, out_int32=out_int32, right=right, side=side, sorter=sorter, out=out
+    )
+    device = _cuda_device(sorted_sequence, input)
+    return result.to(device) if device is not None and out is None else result
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    """Index of the bucket of each element of ``input`` given sorted 1-d ``boundaries``."""
+    result = _C.bucketize(input, boundaries, out_int32=out_int32, right=right, out=out)
+    device = _cuda_device(input, boundaries)
+    return result.to(device) if device is not None and out is None else result
+
+
+__all__ += ["searchsorted", "bucketize"]
