@@ -4,7 +4,7 @@ wrap the native module functions (results on the input's device).
 """
 
 from ferrotorch import _C
-from ferrotorch._cuda_fallback import cuda_device as _cuda_device
+from ferrotorch import _cuda_fallback as _cf
 from ferrotorch._functions import _forward
 
 _NAMES = """
@@ -22,10 +22,10 @@ for _name in _NAMES:
 
 
 # ---------------------------------------------------------------- CUDA inputs of CPU kernels
-# bincount, histc, searchsorted and bucketize have CPU kernels only: they read a CUDA input
-# back to the host and build their result on the CPU. The result is moved to the input's
-# device here, as PyTorch returns it there. count_nonzero is composed from ops with CUDA
-# kernels instead.
+# bincount, histc, searchsorted and bucketize have CPU kernels only (they read their input
+# back to the host, and histc's default range needs aminmax, CPU-only too): a CUDA input is
+# computed on a CPU copy and the result moved back to its device, where PyTorch returns it.
+# count_nonzero is a sum of a mask there (sums have CUDA kernels).
 Tensor = _C.Tensor
 
 
@@ -36,15 +36,13 @@ _native_count_nonzero = Tensor.count_nonzero
 
 def _bincount(self, weights=None, minlength=0):
     """Occurrences of each non-negative integer of a 1-d tensor (weighted by ``weights``)."""
-    result = _native_bincount(self, weights, minlength)
-    return result.to(self.device) if self.is_cuda else result
+    return _cf.via_cpu(lambda t, w: _native_bincount(t, w, minlength), self, weights)
 
 
 def _histc(self, bins=100, min=0.0, max=0.0):  # noqa: A002 (PyTorch's names)
     """Histogram of the values in ``bins`` equal bins between ``min`` and ``max`` (the data's
     range when both are 0)."""
-    result = _native_histc(self, bins, min, max)
-    return result.to(self.device) if self.is_cuda else result
+    return _cf.via_cpu(lambda t: _native_histc(t, bins, min, max), self)
 
 
 def _count_nonzero(self, dim=None):
@@ -67,18 +65,20 @@ def searchsorted(
 ):
     """Indices where the elements of ``input`` would be inserted into ``sorted_sequence``
     (along its last dimension) to keep it sorted."""
-    result = _C.searchsorted(
-        sorted_sequence, input, out_int32=out_int32, right=right, side=side, sorter=sorter, out=out
+    kw = {"out_int32": out_int32, "right": right, "side": side}
+    if out is not None or _cf.cuda_device(sorted_sequence, input, sorter) is None:
+        return _C.searchsorted(sorted_sequence, input, sorter=sorter, out=out, **kw)
+    return _cf.via_cpu(
+        lambda s, v, so: _C.searchsorted(s, v, sorter=so, **kw), sorted_sequence, input, sorter
     )
-    device = _cuda_device(sorted_sequence, input)
-    return result.to(device) if device is not None and out is None else result
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Index of the bucket of each element of ``input`` given sorted 1-d ``boundaries``."""
-    result = _C.bucketize(input, boundaries, out_int32=out_int32, right=right, out=out)
-    device = _cuda_device(input, boundaries)
-    return result.to(device) if device is not None and out is None else result
+    kw = {"out_int32": out_int32, "right": right}
+    if out is not None or _cf.cuda_device(input, boundaries) is None:
+        return _C.bucketize(input, boundaries, out=out, **kw)
+    return _cf.via_cpu(lambda v, b: _C.bucketize(v, b, **kw), input, boundaries)
 
 
 __all__ += ["searchsorted", "bucketize"]
