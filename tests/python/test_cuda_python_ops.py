@@ -702,3 +702,30 @@ def test_modules_created_on_cuda_and_autograd_helpers():
     np.testing.assert_array_equal(cpu_np(ps[1].grad), [-1.0, -1.0])
     jac = torch.autograd.functional.jacobian(lambda a: a[:0] * 2, torch.ones(2, device="cuda"))
     assert jac.is_cuda and tuple(jac.shape) == (0, 2)
+
+
+def test_deepcopy_pickle_and_save_of_cuda_tensors(tmp_path):
+    import copy
+    import pickle
+
+    x = torch.randn(3, 2, device="cuda", requires_grad=True)
+    for y in (copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        assert y.is_cuda and y.requires_grad and y.is_leaf
+        np.testing.assert_array_equal(cpu_np(y), cpu_np(x))
+    b = copy.deepcopy(torch.ones(2, dtype=torch.bfloat16, device="cuda"))
+    assert b.is_cuda and b.dtype == torch.bfloat16
+    bn = copy.deepcopy(nn.BatchNorm1d(3).to("cuda"))  # buffers are plain tensors
+    assert bn.running_mean.is_cuda and bn.num_batches_tracked.is_cuda and bn.weight.is_cuda
+    bn.train()
+    assert bn(torch.randn(4, 3, device="cuda")).is_cuda
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, device="cuda")
+    enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)  # deep-copies the layer
+    assert all(p.is_cuda for p in enc.parameters())
+    ref = copy.deepcopy(enc).to("cpu")
+    src = torch.randn(5, 3, 8, dtype=torch.float32)
+    check_same(enc(src.cuda()), ref(src), rtol=1e-4, atol=1e-5)
+    path = tmp_path / "cuda_state.pt"
+    torch.save(enc.state_dict(), str(path))
+    loaded = torch.load(str(path))
+    for k, v in enc.state_dict().items():
+        np.testing.assert_array_equal(loaded[k].numpy(), cpu_np(v), err_msg=k)
