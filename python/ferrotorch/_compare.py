@@ -6,6 +6,7 @@ functions and, where PyTorch has them, as Tensor methods."""
 import builtins
 
 from ferrotorch import _C
+from ferrotorch import _cuda_fallback as _cf
 
 Tensor = _C.Tensor
 
@@ -17,7 +18,10 @@ __all__ = [
 
 
 def _as_tensor_like(value, like):
-    return value if isinstance(value, Tensor) else _C.tensor(value, dtype=like.dtype)
+    """``value`` as a tensor of ``like``'s dtype on its device (tensors pass unchanged)."""
+    if isinstance(value, Tensor):
+        return value
+    return _C.tensor(value, dtype=like.dtype, device=like.device)
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -45,14 +49,14 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``isclose(...).all()`` as a Python bool."""
-    return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+    return builtins.bool(_cf.all_true(isclose(input, other, rtol, atol, equal_nan)).item())
 
 
 def equal(input, other):
     """True if both tensors have the same shape and elements (NaN is never equal)."""
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return builtins.bool((input.detach() == other.detach()).all().item())
+    return builtins.bool(_cf.all_true(input.detach() == other.detach()).item())
 
 
 def is_tensor(obj):
@@ -172,44 +176,48 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     s = d.square().sum(-1) if p == 2 else d.abs().pow(p).sum(-1)
     zero = s == 0
     # Double where: the root never sees 0, so its infinite slope there is never multiplied.
-    safe = _C.where(zero, _C.tensor(1.0, dtype=s.dtype), s)
+    safe = _C.where(zero, _C.tensor(1.0, dtype=s.dtype, device=s.device), s)
     root = safe.sqrt() if p == 2 else safe.pow(1.0 / p)
-    return _C.where(zero, _C.tensor(0.0, dtype=s.dtype), root)
+    return _C.where(zero, _C.tensor(0.0, dtype=s.dtype, device=s.device), root)
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element of ``elements`` is in ``test_elements`` (a bool tensor)."""
     if not isinstance(elements, Tensor):
-        elements = _C.tensor(elements)
+        elements = _C.tensor(
+            elements, device=test_elements.device if isinstance(test_elements, Tensor) else None
+        )
     test = _as_tensor_like(test_elements, elements).reshape(-1)
-    hit = (elements.unsqueeze(-1) == test).any(-1)
+    hit = _cf.any_true(elements.unsqueeze(-1) == test, -1)
     return hit.logical_not() if invert else hit
 
 
-def _tri_indices(row, col, offset, upper, dtype):
+def _tri_indices(row, col, offset, upper, dtype, device):
     rows, cols = [], []
     for i in range(row):
         for j in range(col):
             if (j - i >= offset) if upper else (j - i <= offset):
                 rows.append(i)
                 cols.append(j)
-    return _C.tensor([rows, cols], dtype=_C.int64 if dtype is None else dtype).reshape(2, -1)
+    return _C.tensor(
+        [rows, cols], dtype=_C.int64 if dtype is None else dtype, device=device
+    ).reshape(2, -1)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device="cpu", layout=None):
     """Indices (2, N) of the upper triangle of a ``row`` x ``col`` matrix, row-major."""
-    return _tri_indices(row, col, offset, True, dtype).to(device)
+    return _tri_indices(row, col, offset, True, dtype, device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device="cpu", layout=None):
     """Indices (2, N) of the lower triangle of a ``row`` x ``col`` matrix, row-major."""
-    return _tri_indices(row, col, offset, False, dtype).to(device)
+    return _tri_indices(row, col, offset, False, dtype, device)
 
 
 def logit(input, eps=None):
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
     if eps is not None:
-        input = input.clamp(eps, 1.0 - eps)
+        input = _cf.clamp(input, eps, 1.0 - eps)
     return (input / (1 - input)).log()
 
 

@@ -9,6 +9,7 @@ import math
 import warnings
 
 from ferrotorch import _C
+from ferrotorch import _cuda_fallback as _cf
 
 Tensor = _C.Tensor
 
@@ -36,7 +37,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
         q = builtins.float(q)
         if not 0 <= q <= 1:
             raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
-        q = _C.tensor(q, dtype=input.dtype)
+        q = _C.tensor(q, dtype=input.dtype, device=input.device)
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest. Got {interpolation}")
@@ -83,8 +84,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     else:
         # A row holding a NaN gets the last rank (a NaN).
         has_nan = values.isnan().any(-1, keepdim=True)
-        ranks = _C.where(has_nan, _C.tensor(builtins.float(n - 1), dtype=values.dtype),
-                         qs * (n - 1))
+        last = _C.tensor(builtins.float(n - 1), dtype=values.dtype, device=values.device)
+        ranks = _C.where(has_nan, last, qs * (n - 1))
     if interpolation == "lower":
         ranks = ranks.floor()
     elif interpolation == "higher":
@@ -99,7 +100,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation in ("linear", "midpoint"):
         above = fixed.ceil().long().expand(*expanded)
         if interpolation == "midpoint":
-            weights = _C.full(expanded, 0.5, dtype=values.dtype)
+            weights = _C.full(expanded, 0.5, dtype=values.dtype, device=values.device)
         else:
             weights = (ranks - fixed.floor()).expand(*expanded)
         result = result.lerp(values.gather(-1, above), weights)
@@ -107,12 +108,25 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     return result.squeeze(0) if q.ndim == 0 else result
 
 
+def _quantile_any_device(input, q, dim, keepdim, interpolation, ignore_nan):
+    """``_quantile`` for CPU or CUDA ``input``: sort, lerp and any have CPU kernels only, so
+    a CUDA input is computed on a CPU copy (q: a float, or a tensor on the input's device, as
+    PyTorch requires) and the result copied back; the copies carry the gradient."""
+    if not input.is_cuda:
+        return _quantile(input, q, dim, keepdim, interpolation, ignore_nan)
+    if isinstance(q, Tensor) and q.device != input.device:
+        raise RuntimeError("quantile() q tensor must be on the same device as the input tensor")
+    return _cf.via_cpu(
+        lambda x, qq: _quantile(x, qq, dim, keepdim, interpolation, ignore_nan), input, q
+    )
+
+
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """The ``q``-th quantiles of ``input`` along ``dim`` (all elements when ``dim`` is None).
     ``q`` is a float or a 1-d tensor (its length becomes the first output dimension); a row
     holding a NaN gives NaN. ``interpolation`` is linear, lower, higher, midpoint or
     nearest, as NumPy's ``method``."""
-    result = _quantile(input, q, dim, keepdim, interpolation, False)
+    result = _quantile_any_device(input, q, dim, keepdim, interpolation, False)
     if out is not None:
         out.copy_(result)
         return out
@@ -121,7 +135,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """:func:`quantile` ignoring NaNs (an all-NaN row gives NaN)."""
-    result = _quantile(input, q, dim, keepdim, interpolation, True)
+    result = _quantile_any_device(input, q, dim, keepdim, interpolation, True)
     if out is not None:
         out.copy_(result)
         return out
@@ -177,7 +191,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if w is not None and not w.is_floating_point():
         w = w.to(x.dtype)
     if w is None:
-        w_sum = _C.tensor(builtins.float(num_observations), dtype=x.dtype)
+        w_sum = _C.tensor(builtins.float(num_observations), dtype=x.dtype, device=x.device)
     else:
         w_sum = w.sum()
         if builtins.bool((w_sum == 0).item()):
@@ -215,7 +229,7 @@ def corrcoef(input):
     stddev = c.diagonal().sqrt()
     c = c / stddev.reshape(-1, 1)
     c = c / stddev.reshape(1, -1)
-    return c.clip(-1, 1)
+    return _cf.clamp(c, -1, 1)
 
 
 # ----------------------------------------------------------------------------- trapezoid
@@ -267,10 +281,10 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if y.shape[dim] == 0:  # no samples: 0, as NumPy
         shape = list(y.shape)
         del shape[dim]
-        return _C.zeros(shape, dtype=y.dtype)
+        return _C.zeros(shape, dtype=y.dtype, device=y.device)
     if x is not None:
         if not isinstance(x, Tensor):
-            x = _C.tensor(x)
+            x = _C.tensor(x, device=y.device)
         d = _trapezoid_dx(x, y, dim, "trapezoid")
         left, right = _halves(y, dim)
         return ((left + right) * d).sum(dim) / 2.0
@@ -286,6 +300,11 @@ def trapz(y, x=None, *, dx=None, dim=-1):
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
+def _cumsum(t, dim):
+    """``t.cumsum(dim)`` (a CPU kernel only: a CUDA ``t`` goes through the CPU)."""
+    return _cf.via_cpu(lambda a: a.cumsum(dim), t)
+
+
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """Running trapezoid-rule integral of ``y`` along ``dim`` (one element fewer than ``y``
     there), with sample points ``x`` or a constant spacing ``dx`` (default 1)."""
@@ -298,14 +317,14 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     left, right = _halves(y, dim)
     if x is not None:
         if not isinstance(x, Tensor):
-            x = _C.tensor(x)
+            x = _C.tensor(x, device=y.device)
         d = _trapezoid_dx(x, y, dim, "cumulative_trapezoid")
-        return ((left + right) * d).cumsum(dim) / 2.0
+        return _cumsum((left + right) * d, dim) / 2.0
     dx = 1.0 if dx is None else _check_dx(dx, "cumulative_trapezoid")
     s = left + right
     if not s.is_floating_point():
         s = s.to(_C.get_default_dtype())
-    return (s * (dx / 2.0)).cumsum(dim)
+    return _cumsum(s * (dx / 2.0), dim)
 
 
 # ----------------------------------------------------------------------------- combinatorics
@@ -334,12 +353,12 @@ def combinations(input, r=2, with_replacement=False):
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return _C.empty(0, dtype=input.dtype)
+        return _C.empty(0, dtype=input.dtype, device=input.device)
     pick = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
     index = [i for combo in pick(range(input.shape[0]), r) for i in combo]
     rows = len(index) // r
-    index = _C.tensor(index, dtype=_C.int64)
+    index = _C.tensor(index, dtype=_C.int64, device=input.device)
     return input.index_select(0, index).reshape(rows, r)
 
 
@@ -349,11 +368,12 @@ def _log_add_exp(a, b):
     """``log(exp(a) + exp(b))`` shifted by the (constant) larger of the two, so it never
     overflows; both -inf gives -inf with zero (not NaN) gradients."""
     m = _C.where(a > b, a, b).detach()
-    m = _C.where(m.isfinite(), m, _C.zeros((), dtype=m.dtype))
+    m = _C.where(m.isfinite(), m, _C.zeros((), dtype=m.dtype, device=m.device))
     s = (a - m).exp() + (b - m).exp()
     empty = s == 0
-    safe = _C.where(empty, _C.ones((), dtype=s.dtype), s)
-    return _C.where(empty, _C.full((), -math.inf, dtype=s.dtype), m + safe.log())
+    safe = _C.where(empty, _C.ones((), dtype=s.dtype, device=s.device), s)
+    neg_inf = _C.full((), -math.inf, dtype=s.dtype, device=s.device)
+    return _C.where(empty, neg_inf, m + safe.log())
 
 
 def logcumsumexp(input, dim, *, out=None):

@@ -1,7 +1,9 @@
 """Pickling (and therefore ``copy.deepcopy`` and multiprocessing transfer) of tensors.
 
-A tensor is reduced to a NumPy array plus its dtype name and ``requires_grad`` flag; bfloat16
-(which NumPy lacks) travels as float32. Registered with :mod:`copyreg` on import.
+A tensor is reduced to a NumPy array plus its dtype name, ``requires_grad`` flag and device
+(a CUDA tensor comes back on its device, as in PyTorch: ``copy.deepcopy`` of a CUDA module
+keeps it there); bfloat16 (which NumPy lacks) travels as float32. Registered with
+:mod:`copyreg` on import.
 """
 
 import copyreg
@@ -13,11 +15,13 @@ from ferrotorch import _C
 Tensor = _C.Tensor
 
 
-def _rebuild_tensor(array, dtype_name, requires_grad):
+def _rebuild_tensor(array, dtype_name, requires_grad, device="cpu"):
     t = _C.from_numpy(np.array(array, order="C"))  # 0-d stays 0-d
     dtype = getattr(_C, dtype_name)
     if t.dtype != dtype:
         t = t.to(dtype)
+    if device != "cpu":
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -31,7 +35,8 @@ def _reduce_tensor(t):
     if dtype_name == "bfloat16":
         src = src.to(_C.float32)
     array = np.array(src.numpy(), order="C", copy=True)
-    return _rebuild_tensor, (array, dtype_name, bool(t.requires_grad and t.is_leaf))
+    requires_grad = bool(t.requires_grad and t.is_leaf)
+    return _rebuild_tensor, (array, dtype_name, requires_grad, str(t.device))
 
 
 copyreg.pickle(Tensor, _reduce_tensor)

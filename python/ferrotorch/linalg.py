@@ -14,6 +14,7 @@ import builtins
 from collections import namedtuple
 
 from ferrotorch import _C
+from ferrotorch._cuda_fallback import via_cpu as _via_cpu  # the decompositions are CPU-only
 
 Tensor = _C.Tensor
 
@@ -70,6 +71,7 @@ def _as_tensor(x):
     return x if isinstance(x, Tensor) else _C.tensor(x)
 
 
+
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -109,7 +111,7 @@ def multi_dot(tensors, *, out=None):
 
 def cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along ``dim`` (inputs broadcast)."""
-    return _out(_C._linalg_cross(input, other, dim), out)
+    return _out(_via_cpu(lambda a, b: _C._linalg_cross(a, b, dim), input, other), out)
 
 
 def vecdot(x, y, *, dim=-1, out=None):
@@ -129,42 +131,42 @@ def matrix_power(A, n, *, out=None):
 
 def solve(A, B, *, left=True, out=None):
     """Solve ``A X = B`` (or ``X A = B`` with ``left=False``); batches broadcast."""
-    return _out(_C._linalg_solve(A, B, left), out)
+    return _out(_via_cpu(lambda a, b: _C._linalg_solve(a, b, left), A, B), out)
 
 
 def inv(A, *, out=None):
     """Inverse of a (batch of) square matrix; raises RuntimeError for singular input."""
-    return _out(_C._linalg_inv(A), out)
+    return _out(_via_cpu(_C._linalg_inv, A), out)
 
 
 def det(A, *, out=None):
     """Determinant of a (batch of) square matrix."""
-    return _out(_C._linalg_det(A), out)
+    return _out(_via_cpu(_C._linalg_det, A), out)
 
 
 def slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of the determinant."""
-    return _out(_slogdet_result(*_C._linalg_slogdet(A)), out)
+    return _out(_slogdet_result(*_via_cpu(_C._linalg_slogdet, A)), out)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Moore-Penrose pseudo-inverse via the SVD (or eigh when ``hermitian``)."""
-    return _out(_C._linalg_pinv(A, _float_or_none(atol), _float_or_none(rtol), hermitian), out)
+    atol, rtol = _float_or_none(atol), _float_or_none(rtol)
+    return _out(_via_cpu(lambda a: _C._linalg_pinv(a, atol, rtol, hermitian), A), out)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solution of ``A X = B``. Returns ``(solution, residuals, rank,
     singular_values)``; which auxiliary outputs are filled depends on ``driver`` as in
     PyTorch (default ``'gelsy'``: rank only)."""
-    return _lstsq_result(*_C._linalg_lstsq(A, B, _float_or_none(rcond), driver))
+    rcond = _float_or_none(rcond)
+    return _lstsq_result(*_via_cpu(lambda a, b: _C._linalg_lstsq(a, b, rcond, driver), A, B))
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Number of singular values above ``max(atol, rtol * largest)`` (int64)."""
-    return _out(
-        _C._linalg_matrix_rank(A, _float_or_none(atol), _float_or_none(rtol), hermitian),
-        out,
-    )
+    atol, rtol = _float_or_none(atol), _float_or_none(rtol)
+    return _out(_via_cpu(lambda a: _C._linalg_matrix_rank(a, atol, rtol, hermitian), A), out)
 
 
 def _float_or_none(x):
@@ -184,33 +186,33 @@ def _float_or_none(x):
 
 def cholesky(A, *, upper=False, out=None):
     """Cholesky factor ``L`` (``A = L L^T``), or ``U`` with ``upper=True``."""
-    return _out(_C._linalg_cholesky(A, upper), out)
+    return _out(_via_cpu(lambda a: _C._linalg_cholesky(a, upper), A), out)
 
 
 def qr(A, mode="reduced", *, out=None):
     """QR decomposition; ``mode`` is ``'reduced'``, ``'complete'`` or ``'r'``."""
-    return _out(_qr_result(*_C._linalg_qr(A, mode)), out)
+    return _out(_qr_result(*_via_cpu(lambda a: _C._linalg_qr(a, mode), A)), out)
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """``(U, S, Vh)`` with ``A = U diag(S) Vh``, ``S`` descending."""
-    return _out(_svd_result(*_C._linalg_svd(A, full_matrices)), out)
+    return _out(_svd_result(*_via_cpu(lambda a: _C._linalg_svd(a, full_matrices), A)), out)
 
 
 def svdvals(A, *, driver=None, out=None):
     """Singular values, descending."""
-    return _out(_C._linalg_svdvals(A), out)
+    return _out(_via_cpu(_C._linalg_svdvals, A), out)
 
 
 def eigh(A, UPLO="L", *, out=None):
     """Eigen-decomposition of a symmetric matrix: eigenvalues ascending, eigenvectors as
     columns. Only the ``UPLO`` triangle is read."""
-    return _out(_eigh_result(*_C._linalg_eigh(A, UPLO, True)), out)
+    return _out(_eigh_result(*_via_cpu(lambda a: _C._linalg_eigh(a, UPLO, True), A)), out)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a symmetric matrix."""
-    return _out(_C._linalg_eigh(A, UPLO, False)[0], out)
+    return _out(_via_cpu(lambda a: _C._linalg_eigh(a, UPLO, False)[0], A), out)
 
 
 # ------------------------------------------------------------------------ norms
@@ -224,10 +226,58 @@ def _dims(dim):
     return [int(d) for d in dim]
 
 
+def _double_where_root(s, root):
+    """``root(s)`` with 0 where ``s`` is 0, the root never seeing 0 (so its infinite slope
+    there is never multiplied: the gradient is 0 where the norm is 0, as PyTorch's)."""
+    zero = s == 0
+    safe = _C.where(zero, _C.ones((), dtype=s.dtype, device=s.device), s)
+    return _C.where(zero, _C.zeros((), dtype=s.dtype, device=s.device), root(safe))
+
+
+def _composed_vector_norm(x, ord, dims, keepdim):
+    """``vector_norm`` from elementwise ops and reductions that have CUDA kernels (the Rust
+    norm kernel is CPU-only), with the gradients of PyTorch's norm (0 where the norm is 0,
+    the inf-norm gradient shared evenly among the maxima). Returns None for the orders and
+    shapes it does not cover (ord <= 0 except -inf, empty inputs, an empty ``dim`` list)."""
+    if x.numel() == 0 or (dims is not None and len(dims) == 0):
+        return None
+    if dims is not None:
+        n = builtins.max(x.dim(), 1)
+        if any(not -n <= d < n for d in dims) or len({d % n for d in dims}) != len(dims):
+            return None  # the CPU kernel raises PyTorch's error
+    inf = builtins.float("inf")
+    if ord == 0 or (ord < 0 and ord != -inf):
+        return None
+    dt = x.dtype
+    # Half types accumulate in float32 (the CPU kernel accumulates in float64).
+    xf = x.float() if dt in (_C.float16, _C.bfloat16) else x
+    if x.dim() == 0:
+        r = xf.abs()  # the norm of one number, whatever the order
+    else:
+        d = list(range(x.dim())) if dims is None else dims
+        a = xf.abs()
+        if ord == inf:
+            r = a.amax(d, keepdim=keepdim)
+        elif ord == -inf:
+            r = a.amin(d, keepdim=keepdim)
+        elif ord == 1:
+            r = a.sum(d, keepdim=keepdim)
+        elif ord == 2:
+            r = _double_where_root((xf * xf).sum(d, keepdim=keepdim), lambda s: s.sqrt())
+        else:
+            r = _double_where_root(a.pow(ord).sum(d, keepdim=keepdim), lambda s: s.pow(1.0 / ord))
+    return r.to(dt) if r.dtype != dt else r
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """Vector ``ord``-norm over ``dim`` (all elements when ``None``)."""
     x = _cast(x, dtype)
-    return _out(_C._linalg_vector_norm(x, builtins.float(ord), _dims(dim), keepdim), out)
+    ord, dims = builtins.float(ord), _dims(dim)
+    if x.is_cuda and x.is_floating_point():
+        r = _composed_vector_norm(x, ord, dims, keepdim)
+        if r is not None:
+            return _out(r, out)
+    return _out(_via_cpu(lambda t: _C._linalg_vector_norm(t, ord, dims, keepdim), x), out)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
@@ -238,7 +288,18 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     d = tuple(dim)
     if len(d) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
-    return _out(_C._linalg_matrix_norm(A, ord, (int(d[0]), int(d[1])), keepdim), out)
+    d = (int(d[0]), int(d[1]))
+    if (
+        ord == "fro"
+        and A.is_cuda
+        and A.is_floating_point()
+        and A.dim() >= 2
+        and -A.dim() <= min(d)
+        and max(d) < A.dim()
+        and d[0] % A.dim() != d[1] % A.dim()
+    ):
+        return _out(vector_norm(A, 2, d, keepdim), out)
+    return _out(_via_cpu(lambda a: _C._linalg_matrix_norm(a, ord, d, keepdim), A), out)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
@@ -320,27 +381,30 @@ def _torch_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 
 def _torch_slogdet(A):
-    return _torch_slogdet_result(*_C._linalg_slogdet(A))
+    return _torch_slogdet_result(*_via_cpu(_C._linalg_slogdet, A))
 
 
 def _torch_svd(input, some=True, compute_uv=True, *, out=None):
     """Deprecated ``torch.svd``: returns ``(U, S, V)`` (V, not Vh)."""
-    U, S, Vh = _C._linalg_svd(input, not some)
-    if not compute_uv:
-        U = _C.Tensor(*U.shape).to(U.dtype)
-        Vh = _C.Tensor(*Vh.shape).to(Vh.dtype)
-    return _out(_torch_svd_result(U, S, _mT(Vh)), out)
+
+    def svd_(a):
+        U, S, Vh = _C._linalg_svd(a, not some)
+        if not compute_uv:
+            U, Vh = _C.zeros_like(U), _C.zeros_like(Vh)
+        return U, S, _mT(Vh)
+
+    return _out(_torch_svd_result(*_via_cpu(svd_, input)), out)
 
 
 def _torch_qr(input, some=True, *, out=None):
     """Deprecated ``torch.qr``."""
-    return _out(_torch_qr_result(*_C._linalg_qr(input, "reduced" if some else "complete")), out)
+    mode = "reduced" if some else "complete"
+    return _out(_torch_qr_result(*_via_cpu(lambda a: _C._linalg_qr(a, mode), input)), out)
 
 
 def _cholesky_inverse(L, upper=False, *, out=None):
     """``torch.cholesky_inverse``: inverse of ``A`` from its Cholesky factor."""
-    A = _mT(L) @ L if upper else L @ _mT(L)
-    return _out(_C._linalg_inv(A), out)
+    return _out(_via_cpu(lambda t: _C._linalg_inv(_mT(t) @ t if upper else t @ _mT(t)), L), out)
 
 
 # Tensor methods whose PyTorch results are named tuples or have Python-level semantics.

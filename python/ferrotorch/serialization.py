@@ -28,7 +28,7 @@ def _flatten(obj, tensors, path):
     """Structure description of ``obj``; tensors are moved into ``tensors``."""
     if isinstance(obj, Tensor):
         name = f"t{len(tensors)}"
-        t = obj.detach()
+        t = obj.detach().cpu()  # (CUDA tensors are stored from a host copy; they load on the CPU)
         dtype = str(t.dtype).split(".")[-1]
         if t.dtype == _C.bfloat16:
             arr = t.float().numpy()  # NumPy has no bfloat16; re-narrowed on load

@@ -6,6 +6,7 @@ functions other than i0, erfcx...) are not provided."""
 import math
 
 from ferrotorch import _C
+from ferrotorch import _cuda_fallback as _cf
 from ferrotorch._compare import logit as _logit
 
 Tensor = _C.Tensor
@@ -21,10 +22,11 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def _tensor(x, like=None):
+    """``x`` as a tensor; a number takes ``like``'s device (and its dtype when floating)."""
     if isinstance(x, Tensor):
         return x
     return _C.tensor(x, dtype=like.dtype if like is not None and like.is_floating_point()
-                     else None)
+                     else None, device=None if like is None else like.device)
 
 
 def _floating(x):
@@ -34,7 +36,7 @@ def _floating(x):
 
 
 def _scalar(value, like):
-    return _C.full((), value, dtype=like.dtype)
+    return _C.full((), value, dtype=like.dtype, device=like.device)
 
 
 def _out(result, out):
@@ -120,10 +122,10 @@ def xlog1py(input, other, *, out=None):
     x, y = _pair(input, other)
     zero_x = x == 0
     # Where x is 0, a pole (y <= -1) is never evaluated, so it gives no inf/NaN gradient.
-    safe_y = _C.where(zero_x & (y <= -1), _C.zeros((), dtype=y.dtype), y)
+    safe_y = _C.where(zero_x & (y <= -1), _scalar(0.0, y), y)
     log = safe_y.log1p()
     result = x * log
-    result = _C.where(zero_x & log.isinf(), _C.zeros((), dtype=result.dtype), result)
+    result = _C.where(zero_x & log.isinf(), _scalar(0.0, result), result)
     return _out(result, out)
 
 
@@ -131,9 +133,9 @@ def entr(input, *, out=None):
     """Elementwise entropy ``-x ln x`` (0 at 0, -inf for negative x)."""
     x = _floating(input)
     positive = x > 0
-    safe = _C.where(positive, x, _C.ones((), dtype=x.dtype))
+    safe = _C.where(positive, x, _scalar(1.0, x))
     value = -safe * safe.log()
-    zero = _C.zeros((), dtype=x.dtype)
+    zero = _scalar(0.0, x)
     other = _C.where(x == 0, zero, _C.where(x < 0, _scalar(-math.inf, x), x))  # NaN stays
     return _out(_C.where(positive, value, other), out)
 
@@ -179,14 +181,14 @@ def log_ndtr(input, *, out=None):
     far = 20.0 if x.dtype == _C.float64 else 10.0
     # Each branch sees its input clamped to its own range, so no branch produces inf/NaN
     # values or gradients that the selection would multiply by zero.
-    hi = x.clamp_min(-1.0)
-    mid = x.clamp(-far, -1.0)
-    lo = x.clamp_max(-far)
+    hi = _cf.clamp_min(x, -1.0)
+    mid = _cf.clamp(x, -far, -1.0)
+    lo = _cf.clamp_max(x, -far)
     upper = (-(hi * _SQRT1_2).erfc() * 0.5).log1p()
     middle = ((mid * -_SQRT1_2).erfc() * 0.5).log()
     inv2 = lo.square().reciprocal()
-    series = _C.ones((), dtype=x.dtype)
-    term = _C.ones((), dtype=x.dtype)
+    series = _scalar(1.0, x)
+    term = _scalar(1.0, x)
     for k in range(1, 11):
         term = term * inv2 * -(2 * k - 1)
         series = series + term
@@ -206,15 +208,15 @@ def _i0_parts(x):
     """(small, large, switch): the series value for |x| <= 30 and the asymptotic sum without
     its e^|x| / sqrt(2 pi |x|) factor for |x| > 30, each on a clamped copy of |x|."""
     a = x.abs()
-    small = a.clamp_max(_I0_SWITCH)
+    small = _cf.clamp_max(a, _I0_SWITCH)
     y = small.square() * 0.25
     # Nested as 1 + y/1^2 (1 + y/2^2 (1 + ...)): no tiny 1/(k!)^2 coefficients (float32).
-    series = _C.ones((), dtype=x.dtype)
+    series = _scalar(1.0, x)
     for k in range(_I0_TERMS - 1, 0, -1):
         series = series * y * (1.0 / (k * k)) + 1.0
-    large = a.clamp_min(_I0_SWITCH)
-    term = _C.ones((), dtype=x.dtype)
-    asym = _C.ones((), dtype=x.dtype)
+    large = _cf.clamp_min(a, _I0_SWITCH)
+    term = _scalar(1.0, x)
+    asym = _scalar(1.0, x)
     for k in range(1, 20):
         term = term * ((2 * k - 1) ** 2 / (8.0 * k)) / large
         asym = asym + term
@@ -234,7 +236,7 @@ def i0e(input, *, out=None):
     """The exponentially scaled ``i0``: ``exp(-|x|) * i0(x)``."""
     x = _floating(input)
     series, asym, _, small = _i0_parts(x)
-    scaled = series * (-x.abs().clamp_max(_I0_SWITCH)).exp()
+    scaled = series * (-_cf.clamp_max(x.abs(), _I0_SWITCH)).exp()
     return _out(_C.where(small, scaled, asym), out)
 
 
@@ -276,10 +278,11 @@ def multigammaln(input, p, *, out=None):
     x = _floating(input)
     if p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
-    if x.numel() > 0 and not bool((x > (p - 1) / 2).all()):
+    if x.numel() > 0 and not bool(_cf.all_true(x > (p - 1) / 2)):
         raise RuntimeError(
             f"All elements must be greater than (p-1)/2 = {(p - 1) / 2} (multigammaln)")
-    total = (x.unsqueeze(-1) - _C.arange(p, dtype=x.dtype) / 2).lgamma().sum(-1)
+    j = _C.arange(p, dtype=x.dtype, device=x.device)
+    total = (x.unsqueeze(-1) - j / 2).lgamma().sum(-1)
     return _out(total + p * (p - 1) / 4 * math.log(math.pi), out)
 
 

@@ -100,7 +100,7 @@ class Function(metaclass=_FunctionMeta):
             if isinstance(o, Tensor) and id(o) not in non_diff and o.is_floating_point()
         ]
         diff_outputs = [outs[k] for k in diff_idx]
-        shapes = [(o.shape, o.dtype) for o in diff_outputs]
+        shapes = [(o.shape, o.dtype, o.device) for o in diff_outputs]
 
         def backward_bridge(grads):
             if ctx._released:
@@ -111,9 +111,8 @@ class Function(metaclass=_FunctionMeta):
             if ctx.materialize_grads:
                 for j, k in enumerate(diff_idx):
                     if full[k] is None:
-                        shape, dtype = shapes[j]
-                        full[k] = _C.zeros(shape, dtype=dtype) if hasattr(_C, "zeros") \
-                            else _C.tensor(0.0, dtype=dtype).expand(*shape).clone()
+                        shape, dtype, device = shapes[j]
+                        full[k] = _C.zeros(shape, dtype=dtype, device=device)
             res = cls.backward(ctx, *full)
             if not isinstance(res, tuple):
                 res = (res,)

@@ -59,7 +59,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 if rows[i]:
                     j = _C.stack(rows[i]).reshape(tuple(o.shape) + tuple(x.shape))
                 else:
-                    j = _C.zeros(tuple(o.shape) + tuple(x.shape), dtype=x.dtype)
+                    j = _C.zeros(tuple(o.shape) + tuple(x.shape), dtype=x.dtype, device=x.device)
                 per_in.append(j if create_graph else j.detach())
             result.append(per_in[0] if single_in else tuple(per_in))
     return result[0] if single_out else tuple(result)

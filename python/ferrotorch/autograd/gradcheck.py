@@ -57,7 +57,7 @@ def _analytical_jacobian(func, inputs):
         for k in range(o.numel()):
             seed = np.zeros(o.numel(), dtype=np.float64)
             seed[k] = 1.0
-            g_out = _C.tensor(seed.reshape(tuple(o.shape)), dtype=o.dtype)
+            g_out = _C.tensor(seed.reshape(tuple(o.shape)), dtype=o.dtype, device=o.device)
             grads = grad([o], diff_inputs, [g_out], retain_graph=True, allow_unused=True)
             for x, g in zip(diff_inputs, grads):
                 if g is not None:
@@ -104,7 +104,12 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     if grad_outputs is None:
         rng = np.random.default_rng(0)
         grad_outputs = tuple(
-            _C.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, requires_grad=True)
+            _C.tensor(
+                rng.standard_normal(tuple(o.shape)),
+                dtype=o.dtype,
+                device=o.device,
+                requires_grad=True,
+            )
             for o in outs
         )
     grad_outputs = _as_tuple(grad_outputs)

@@ -11,6 +11,7 @@ import math
 import warnings
 
 from ferrotorch import _C
+from ferrotorch import _cuda_fallback as _cf
 from ferrotorch.autograd import Function
 
 Tensor = _C.Tensor
@@ -26,7 +27,8 @@ __all__ = [
 
 
 def _scalar(value, like):
-    return _C.tensor(value, dtype=like.dtype)
+    """A 0-d constant in ``like``'s dtype, on ``like``'s device."""
+    return _C.tensor(value, dtype=like.dtype, device=like.device)
 
 
 def _float_mask(cond, like):
@@ -261,7 +263,7 @@ class _Embedding(Function):
             return _C._embedding_dense_backward(g, flat, ctx.num_weights, pad), None, None
         if ctx.padding_idx is not None:
             g = g * _float_mask(flat != ctx.padding_idx, g).unsqueeze(1)
-        out = _C.zeros(ctx.num_weights, g.shape[1], dtype=g.dtype)
+        out = _C.zeros(ctx.num_weights, g.shape[1], dtype=g.dtype, device=g.device)
         return out.index_add_(0, flat, g), None, None
 
 
@@ -292,11 +294,12 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
     from ferrotorch.autograd.grad_mode import no_grad
 
     with no_grad():
-        idx = input.reshape(-1).unique() if hasattr(input, "unique") else input.reshape(-1)
+        # (unique has a CPU kernel only; the few indices go there and back)
+        idx = _cf.via_cpu(lambda t: t.reshape(-1).unique(), input).to(weight.device)
         rows = weight.index_select(0, idx)
         norms = rows.abs().pow(norm_type).sum(1, keepdim=True).pow(1.0 / norm_type)
         scale = _C.where(norms > max_norm, max_norm / (norms + 1e-7), _scalar(1.0, norms))
-        weight.index_copy_(0, idx, rows * scale)
+        weight[idx] = rows * scale  # (index_put: index_copy_ has a CPU kernel only)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -310,7 +313,7 @@ def one_hot(tensor, num_classes=-1):
     if tensor.numel() and (int(tensor.min().item()) < 0 or
                            int(tensor.max().item()) >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes.")
-    classes = _C.arange(num_classes)
+    classes = _C.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
 
 
@@ -335,7 +338,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
                         reduction="mean"):
     """``max(0, -y (x1 - x2) + margin)``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0.0), reduction)
+    return _reduce(_cf.clamp_min(-target * (input1 - input2) + margin, 0.0), reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -349,7 +352,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     cos = prod / mag.sqrt()
     zeros = cos * 0
     pos = _C.where(target == 1, 1 - cos, zeros)
-    neg = _C.where(target == -1, (cos - margin).clamp_min(0.0), zeros)
+    neg = _C.where(target == -1, _cf.clamp_min(cos - margin, 0.0), zeros)
     return _reduce(pos + neg, reduction)
 
 
@@ -362,7 +365,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction)
+    return _reduce(_cf.clamp_min(margin + d_pos - d_neg, 0.0), reduction)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -390,7 +393,7 @@ class _ConstantPad(Function):
             src[d] = slice(max(-lo, 0), shape[d] - max(-hi, 0))
             dst[d] = slice(max(lo, 0), new - max(hi, 0))
             shape[d] = new
-        out = _C.full(tuple(shape), value, dtype=input.dtype)
+        out = _C.full(tuple(shape), value, dtype=input.dtype, device=input.device)
         out[tuple(dst)] = input[tuple(src)]
         ctx.in_shape = tuple(input.shape)
         ctx.src, ctx.dst = tuple(src), tuple(dst)
@@ -398,7 +401,7 @@ class _ConstantPad(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g = _C.zeros(*ctx.in_shape, dtype=grad.dtype)
+        g = _C.zeros(*ctx.in_shape, dtype=grad.dtype, device=grad.device)
         g[ctx.src] = grad[ctx.dst]
         return g, None, None
 
@@ -447,6 +450,7 @@ def _index_pad(input, pad, mode):
         if n == 0 and (left > 0 or right > 0):
             raise RuntimeError(f"{mode} padding of an empty dimension {dim} of input "
                                f"{list(input.shape)}")
+        # The source index of each output position (computed on the CPU: a few ints).
         j = _C.arange(-left, n + right)
         if mode == "reflect":
             j = j.abs()
@@ -455,7 +459,7 @@ def _index_pad(input, pad, mode):
             j = j.clamp(0, n - 1)
         else:
             j = j.remainder(n)
-        out = out.index_select(dim, j)
+        out = out.index_select(dim, j.to(input.device))
     return out
 
 
@@ -571,7 +575,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     num_classes = input.shape[class_dim]
     valid = target != ignore_index
     if target.numel():
-        t_valid = _C.where(valid, target, _C.tensor(0, dtype=target.dtype))
+        t_valid = _C.where(valid, target, _C.tensor(0, dtype=target.dtype, device=target.device))
         bad = (t_valid < 0).logical_or(t_valid >= num_classes)
         if int(bad.sum().item()) > 0:
             raise IndexError(f"Target {int(target.max().item())} is out of bounds.")
@@ -696,7 +700,7 @@ class _BinaryCrossEntropy(Function):
             grad = grad * weight
         grad_input = grad_target = None
         if ctx.needs_input_grad[0]:
-            denom = ((1 - input) * input).clamp_min(1e-12)
+            denom = _cf.clamp_min((1 - input) * input, 1e-12)
             grad_input = grad * (input - target) / denom
         if ctx.needs_input_grad[1]:
             floor = _scalar(-100.0, input)
@@ -759,7 +763,7 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     if mask is None:
         return None
     if mask.dtype == _C.bool:
-        zeros = _C.zeros(*mask.shape, dtype=target_type)
+        zeros = _C.zeros(*mask.shape, dtype=target_type, device=mask.device)
         return zeros.masked_fill(mask, float("-inf"))
     if not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
@@ -807,12 +811,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if hv != hq:
             value = value.repeat_interleave(hq // hv, -3)
     scores = (query * scale_factor).matmul(key.transpose(-2, -1))
-    neg_inf = _C.tensor(float("-inf"), dtype=scores.dtype)
+    neg_inf = _C.tensor(float("-inf"), dtype=scores.dtype, device=scores.device)
     if is_causal:
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                                "be set when is_causal=True")
-        causal = _C.ones(L, S, dtype=_C.bool).tril(0)
+        # Lower triangle (key position <= query position), without tril (CPU-only).
+        rows = _C.arange(L, device=scores.device).unsqueeze(1)
+        causal = rows >= _C.arange(S, device=scores.device)
         scores = _C.where(causal, scores, neg_inf)
     if attn_mask is not None:
         if attn_mask.dtype == _C.bool:
@@ -981,8 +987,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         v = static_v
 
     if add_zero_attn:
-        k = _C.cat([k, _C.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)], 1)
-        v = _C.cat([v, _C.zeros(bsz * num_heads, 1, head_dim, dtype=v.dtype)], 1)
+        k = _C.cat([k, _C.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype, device=k.device)], 1)
+        v = _C.cat([v, _C.zeros(bsz * num_heads, 1, head_dim, dtype=v.dtype, device=v.device)], 1)
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -1108,23 +1114,84 @@ def adaptive_avg_pool2d(input, output_size):
     return _C._adaptive_avg_pool2d(input, _adaptive_size(output_size, input, 2))
 
 
+def _adaptive_bins(in_size, out_size):
+    """PyTorch's adaptive bins ``[floor(i*n/out), ceil((i+1)*n/out))`` as an ``(out, k)``
+    table of input positions, ``k`` the largest bin; shorter bins repeat their last position
+    (a repeat does not change a max, and comes after the original in scan order)."""
+    starts = [i * in_size // out_size for i in range(out_size)]
+    ends = [-(-(i + 1) * in_size // out_size) for i in range(out_size)]
+    k = max(e - b for b, e in zip(starts, ends))
+    return [[min(b + j, e - 1) for j in range(k)] for b, e in zip(starts, ends)], k
+
+
+def _adaptive_max_pool2d_composed(input, output_size):
+    """``adaptive_max_pool2d`` of ``(N, C, H, W)`` or ``(C, H, W)`` from ``index_select`` and
+    a max over each (padded) bin: for CUDA inputs whose size is not a multiple of the output
+    size, which the CUDA pooling kernel does not cover. Returns (values, flat H*W indices)."""
+    oh, ow = output_size
+    h, w = input.shape[-2], input.shape[-1]
+    lead = list(input.shape[:-2])
+    rows, kh = _adaptive_bins(h, oh)
+    cols, kw = _adaptive_bins(w, ow)
+    dev, nd = input.device, input.ndim
+    ri = _C.tensor([r for bin_ in rows for r in bin_], dtype=_C.int64, device=dev)
+    ci = _C.tensor([c for bin_ in cols for c in bin_], dtype=_C.int64, device=dev)
+    x = input.index_select(nd - 2, ri).index_select(nd - 1, ci)  # (..., oh*kh, ow*kw)
+    x = x.reshape(*lead, oh, kh, ow, kw).transpose(-3, -2).reshape(*lead, oh, ow, kh * kw)
+    values, arg = x.max(-1)
+    flat = [[[r * w + c for r in rows[i] for c in cols[j]] for j in range(ow)] for i in range(oh)]
+    flat = _C.tensor(flat, dtype=_C.int64, device=dev).expand(*lead, oh, ow, kh * kw)
+    return values, flat.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+
+
+def _adaptive_max_pool2d(input, sizes):
+    """(values, indices): the native kernel, or the composed one for CUDA inputs whose
+    spatial size is not a multiple of the output size."""
+    if (
+        input.is_cuda
+        and input.is_floating_point()
+        and input.ndim in (3, 4)
+        and all(isinstance(v, int) and v > 0 for v in sizes)
+        and input.shape[-1] > 0
+        and input.shape[-2] > 0
+        and (input.shape[-2] % sizes[0] or input.shape[-1] % sizes[1])
+    ):
+        return _adaptive_max_pool2d_composed(input, sizes)
+    return _C._adaptive_max_pool2d(input, sizes)
+
+
+def _adaptive_max_pool1d(input, sizes):
+    if (
+        input.is_cuda
+        and input.is_floating_point()
+        and input.ndim in (2, 3)
+        and isinstance(sizes[0], int)
+        and sizes[0] > 0
+        and input.shape[-1] > 0
+        and input.shape[-1] % sizes[0]
+    ):
+        values, idx = _adaptive_max_pool2d_composed(input.unsqueeze(-2), [1, sizes[0]])
+        return values.squeeze(-2), idx.squeeze(-2)
+    return _C.adaptive_max_pool1d(input, sizes)
+
+
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
-    return _C.adaptive_max_pool1d(input, _adaptive_size(output_size, input, 1))
+    return _adaptive_max_pool1d(input, _adaptive_size(output_size, input, 1))
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """1-d adaptive max pooling (``return_indices`` also returns the argmax positions)."""
-    out = _C.adaptive_max_pool1d(input, _adaptive_size(output_size, input, 1))
+    out = _adaptive_max_pool1d(input, _adaptive_size(output_size, input, 1))
     return out if return_indices else out[0]
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
-    return _C._adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
+    return _adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """2-d adaptive max pooling (``return_indices`` also returns flat ``H*W`` indices)."""
-    out = _C._adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
+    out = _adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
     return out if return_indices else out[0]
 
 
@@ -1183,6 +1250,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError("interpolate: antialias=True is not implemented")
     scales = scale_factors if scale_factors is not None else [None] * max(dim, 0)
     nd = input.ndim
+    if input.is_cuda and _resample_composable(input, output_size, mode):
+        return _resample_composed(input, output_size, scales, mode, align_corners)
     if nd == 3 and mode == "nearest":
         return _C._upsample_nearest1d(input, output_size, scales[0])
     if nd == 4 and mode == "nearest":
@@ -1219,6 +1288,101 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     raise NotImplementedError(
         f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {nd}D) for the modes: "
         f"nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+
+
+def _nearest_source(in_size, out_size, scale, exact):
+    """Source index of each output index (PyTorch's nearest / nearest-exact rules, in float32
+    as its kernels, the same as the native CPU kernel)."""
+    import numpy as np
+
+    if scale is not None and scale > 0:
+        s32 = np.float32(1.0 / scale)
+    else:
+        s32 = np.float32(in_size) / np.float32(out_size)
+    o = np.arange(out_size)
+    if not exact and out_size == in_size:
+        return o
+    if not exact and out_size == 2 * in_size:
+        return o >> 1
+    if exact:
+        src = np.floor(((o + 0.5) * np.float64(s32)).astype(np.float32))
+    else:
+        src = np.floor(o.astype(np.float32) * s32)
+    return np.clip(src.astype(np.int64), 0, in_size - 1)
+
+
+def _linear_taps(in_size, out_size, align_corners, scale, np_dtype):
+    """``(i0, i1, l0, l1)``: the two source indices and weights of each output index for
+    linear interpolation (PyTorch's ``area_pixel_compute_source_index``), in the compute
+    dtype ``np_dtype``, the same as the native CPU kernel."""
+    import numpy as np
+
+    T = np_dtype
+    o = np.arange(out_size)
+    if out_size == in_size:
+        return o, o, np.ones(out_size, T), np.zeros(out_size, T)
+    if align_corners:
+        ratio = T(in_size - 1) / T(out_size - 1) if out_size > 1 else T(0)
+    elif scale is not None and scale > 0:
+        ratio = T(1.0 / scale)
+    else:
+        ratio = T(in_size) / T(out_size)
+    of = o.astype(T)
+    real = ratio * of if align_corners else np.maximum(ratio * (of + T(0.5)) - T(0.5), T(0))
+    i0 = np.clip(np.floor(real).astype(np.int64), 0, in_size - 1)
+    l1 = np.clip(real - i0.astype(T), T(0), T(1)).astype(T)
+    i1 = np.where(i0 + 1 < in_size, i0 + 1, i0)
+    return i0, i1, (T(1) - l1).astype(T), l1
+
+
+def _resample_composable(input, output_size, mode):
+    """Whether the composed (index_select) resampling covers this call; anything else goes
+    to the native kernel, which also raises the argument errors."""
+    n = len(output_size)
+    return (
+        input.is_floating_point()
+        and input.ndim == n + 2
+        and n in (1, 2)
+        and mode in ("nearest", "nearest-exact", "linear", "bilinear")
+        and (mode != "linear" or n == 1)
+        and (mode != "bilinear" or n == 2)
+        and all(v > 0 for v in output_size)
+        and all(v > 0 for v in input.shape[2:])
+    )
+
+
+def _resample_composed(input, output_size, scales, mode, align_corners):
+    """Nearest / linear / bilinear resampling as one ``index_select`` (nearest) or two
+    (linear, with their weights) per spatial dim, so it runs wherever those ops do (the
+    native kernels are CPU-only) and autograd comes from ``index_select``. Values and
+    gradients are the native kernel's: the same source indices and weights, combined in
+    the same order, in the same compute dtype (float32 for half types)."""
+    import numpy as np
+
+    dt = input.dtype
+    x = input.float() if dt in (_C.float16, _C.bfloat16) else input
+    np_dtype = np.float64 if x.dtype == _C.float64 else np.float32
+    dev = input.device
+    n = len(output_size)
+
+    def index(v):
+        return _C.tensor(v.tolist(), dtype=_C.int64, device=dev)
+
+    # The last dim first: the native kernel mixes each row (w taps), then the rows (h taps).
+    for k in reversed(range(n)):
+        dim = x.ndim - n + k
+        in_size, out_size, scale = x.shape[dim], output_size[k], scales[k]
+        if mode in ("nearest", "nearest-exact"):
+            src = _nearest_source(in_size, out_size, scale, mode == "nearest-exact")
+            x = x.index_select(dim, index(src))
+            continue
+        i0, i1, l0, l1 = _linear_taps(in_size, out_size, align_corners, scale, np_dtype)
+        shape = [1] * x.ndim
+        shape[dim] = out_size
+        w0 = _C.tensor(l0.tolist(), dtype=x.dtype, device=dev).reshape(shape)
+        w1 = _C.tensor(l1.tolist(), dtype=x.dtype, device=dev).reshape(shape)
+        x = w0 * x.index_select(dim, index(i0)) + w1 * x.index_select(dim, index(i1))
+    return x.to(dt) if x.dtype != dt else x
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -1553,13 +1717,13 @@ def _conv_pair(x, name):
     return (int(x), int(x))
 
 
-def _patch_identity(channels, kernel_size, dtype):
+def _patch_identity(channels, kernel_size, dtype, device):
     """Weight ``(C*kh*kw, 1, kh, kw)`` picking each kernel position of each channel: a grouped
     convolution with it is im2col (and the transposed one is col2im)."""
     kh, kw = kernel_size
     kk = kh * kw
     eye = _C.eye(kk, dtype=dtype).reshape(kk, 1, kh, kw)
-    return eye.repeat(channels, 1, 1, 1) if channels != 1 else eye
+    return (eye.repeat(channels, 1, 1, 1) if channels != 1 else eye).to(device)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -1570,7 +1734,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
             f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
     k = _conv_pair(kernel_size, "kernel_size")
     channels = input.shape[-3]
-    weight = _patch_identity(channels, k, input.dtype)
+    weight = _patch_identity(channels, k, input.dtype, input.device)
     out = _C.conv2d(input, weight, None, _conv_pair(stride, "stride"),
                     _conv_pair(padding, "padding"), _conv_pair(dilation, "dilation"), channels)
     return out.flatten(-2)
@@ -1603,7 +1767,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
             f"input.size(2)={input.shape[-1]}.")
     channels = ck // kk
     cols = input.reshape(*input.shape[:-1], blocks[0], blocks[1])
-    weight = _patch_identity(channels, k, input.dtype)
+    weight = _patch_identity(channels, k, input.dtype, input.device)
     out_pad = [osz[i] - ((blocks[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + 1)
                for i in range(2)]
     return _C.conv_transpose2d(cols, weight, None, s, p, tuple(out_pad), channels, d)
@@ -1759,7 +1923,7 @@ def _depth_windows(y, d_out, k, s, p, d, fill):
         y = y.narrow(1, 0, total)
     taps = [y.narrow(1, t * d, s * (d_out - 1) + 1)[:, ::s] for t in range(k)]
     if y.numel() == 0:  # (stacking empty tensors is not supported by the kernel)
-        return _C.zeros(*taps[0].shape, k, dtype=y.dtype)
+        return _C.zeros(*taps[0].shape, k, dtype=y.dtype, device=y.device)
     return _C.stack(taps, -1)
 
 
@@ -1776,8 +1940,8 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     # The winning depth tap of each window (on detached values: indices carry no gradient).
     win = _depth_windows(vals.detach(), d_out, k[0], s[0], p[0], d[0], -math.inf)
     tap = win.argmax(-1)
-    pos = _C.arange(d_out).reshape(1, d_out, 1, 1) * s[0] - p[0]
-    dsrc = (tap * d[0] + pos).clamp(0, depth - 1)
+    pos = _C.arange(d_out, device=input.device).reshape(1, d_out, 1, 1) * s[0] - p[0]
+    dsrc = _cf.clamp(tap * d[0] + pos, 0, depth - 1)
     flat = dsrc * (h_in * w_in) + idx.gather(1, dsrc)
     out = vals.gather(1, dsrc)
     return out.reshape(*lead, d_out, h_out, w_out), flat.reshape(*lead, d_out, h_out, w_out)
@@ -1826,7 +1990,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         out = total / float(divisor_override)
     else:
         div = _avg_divisors(depth, k[0], p[0], s[0], d_out, count_include_pad)
-        div = _C.tensor(div, dtype=total.dtype).reshape(1, d_out, 1, 1)
+        div = _C.tensor(div, dtype=total.dtype, device=total.device).reshape(1, d_out, 1, 1)
         out = total / div
     return out.reshape(*lead, d_out, h_out, w_out)
 
@@ -1888,7 +2052,7 @@ def _interp_source(in_size, out_size, align_corners, scale, cubic):
     return src if cubic else np.maximum(src, 0.0)
 
 
-def _interp_matrix(in_size, out_size, align_corners, scale, mode, dtype):
+def _interp_matrix(in_size, out_size, align_corners, scale, mode, dtype, device):
     """The (out, in) matrix of 1-d linear or cubic interpolation (PyTorch's index rules,
     A = -0.75 cubic convolution with border clamping)."""
     import numpy as np
@@ -1916,7 +2080,7 @@ def _interp_matrix(in_size, out_size, align_corners, scale, mode, dtype):
             lam1 = src - i0
             np.add.at(mat, (rows, i0), 1.0 - lam1)
             np.add.at(mat, (rows, i1), lam1)
-    return _C.from_numpy(mat).to(dtype)
+    return _C.from_numpy(mat).to(device=device, dtype=dtype)
 
 
 def _interp_separable(input, output_size, align_corners, scales, mode):
@@ -1926,7 +2090,7 @@ def _interp_separable(input, output_size, align_corners, scales, mode):
     for k in range(nd):
         dim = input.ndim - nd + k
         mat = _interp_matrix(input.shape[dim], output_size[k], align_corners, scales[k],
-                             mode, input.dtype)
+                             mode, input.dtype, input.device)
         moved = out.movedim(dim, -1)
         out = (moved @ mat.t()).movedim(-1, dim)
     return out

@@ -117,8 +117,9 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         tensor.erfinv_()
         tensor.mul_(std * math.sqrt(2.0))
         tensor.add_(mean)
-        out = tensor.maximum(_C.tensor(a, dtype=tensor.dtype)).minimum(
-            _C.tensor(b, dtype=tensor.dtype))
+        lo = _C.tensor(a, dtype=tensor.dtype, device=tensor.device)
+        hi = _C.tensor(b, dtype=tensor.dtype, device=tensor.device)
+        out = tensor.maximum(lo).minimum(hi)
         tensor.copy_(out)
     return tensor
 

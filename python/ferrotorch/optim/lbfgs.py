@@ -160,7 +160,7 @@ class LBFGS(Optimizer):
         views = []
         for p in self._params:
             if p.grad is None:
-                views.append(_C.zeros(p.numel(), dtype=p.dtype))
+                views.append(_C.zeros(p.numel(), dtype=p.dtype, device=p.device))
             else:
                 views.append(p.grad.reshape(-1))
         return _C.cat(views, 0)

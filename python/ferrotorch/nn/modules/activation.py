@@ -129,9 +129,7 @@ class PReLU(Module):
         self.num_parameters = num_parameters
         self.init = init
         self.weight = Parameter(_C.full((num_parameters,), float(init),
-                                        dtype=dtype or _C.get_default_dtype()))
-        if device is not None:
-            self.weight.data = self.weight.data.to(device)
+                                        dtype=dtype or _C.get_default_dtype(), device=device))
 
     def reset_parameters(self):
         from ferrotorch.autograd.grad_mode import no_grad

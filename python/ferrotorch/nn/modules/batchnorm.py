@@ -12,10 +12,7 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 def _vector(n, fill, dtype=None, device=None):
-    t = _C.full((n,), fill, dtype=dtype)
-    if device is not None:
-        t = t.to(device)
-    return t
+    return _C.full((n,), fill, dtype=dtype, device=device)
 
 
 class _NormBase(Module):
@@ -41,7 +38,7 @@ class _NormBase(Module):
             self.register_buffer("running_mean", _vector(num_features, 0.0, dtype, device))
             self.register_buffer("running_var", _vector(num_features, 1.0, dtype, device))
             self.register_buffer("num_batches_tracked",
-                                 _C.tensor(0, dtype=ferrotorch.int64))
+                                 _C.tensor(0, dtype=ferrotorch.int64, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)

@@ -34,10 +34,7 @@ def _reverse_repeat_tuple(t, n):
 
 
 def _empty(*shape, dtype=None, device=None):
-    t = _C.empty(*shape, dtype=dtype)
-    if device is not None:
-        t = t.to(device)
-    return t
+    return _C.empty(*shape, dtype=dtype, device=device)
 
 
 class _ConvNd(Module):

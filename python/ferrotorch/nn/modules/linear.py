@@ -12,11 +12,9 @@ __all__ = ["Identity", "Linear", "Bilinear"]
 
 
 def _empty(*shape, dtype=None, device=None):
-    t = _C.empty(*shape, dtype=dtype)
+    t = _C.empty(*shape, dtype=dtype, device=device)
     if dtype is not None and t.dtype != dtype:
         t = t.to(dtype)
-    if device is not None:
-        t = t.to(device)
     return t
 
 

@@ -13,10 +13,7 @@ __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
 def _filled(shape, fill, dtype=None, device=None):
-    t = _C.full(tuple(shape), fill, dtype=dtype)
-    if device is not None:
-        t = t.to(device)
-    return t
+    return _C.full(tuple(shape), fill, dtype=dtype, device=device)
 
 
 def _as_shape(normalized_shape):

@@ -25,10 +25,7 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 
 
 def _empty(*shape, dtype=None, device=None):
-    t = _C.empty(*shape, dtype=dtype)
-    if device is not None:
-        t = t.to(device)
-    return t
+    return _C.empty(*shape, dtype=dtype, device=device)
 
 
 # Initialisers are applied to ``param.data`` (an alias without autograd): on main, in-place
@@ -37,7 +34,8 @@ def _empty(*shape, dtype=None, device=None):
 
 
 def _zeros(shape, like):
-    return _C.zeros(*shape, dtype=like.dtype)
+    """Zeros in ``like``'s dtype, on its device."""
+    return _C.zeros(*shape, dtype=like.dtype, device=like.device)
 
 
 class _Unbind(Function):
@@ -81,17 +79,18 @@ def _rnn_relu_cell(xw, h, w_hh_t):
 
 # The gate nonlinearities and products run as ONE fused Rust kernel (one autograd node with
 # a fused backward kernel; double backward uses composed formulas) when the operands are
-# plain 2-D floating tensors of one dtype with matching shapes; anything else (broadcasting,
-# mixed dtypes, >2-D states) takes the composed tensor-op path, which computes the same
-# values. ``_FUSED = False`` forces that path.
+# plain 2-D floating CPU tensors of one dtype with matching shapes; anything else
+# (broadcasting, mixed dtypes, >2-D states, CUDA tensors: the fused kernel is CPU-only)
+# takes the composed tensor-op path, which computes the same values. ``_FUSED = False``
+# forces that path.
 _FUSED = True
 
 
 def _fusable(gates, k, state, *others):
     """``gates`` is (B, k*H), ``state`` (B, H) and each of ``others`` shaped like ``gates``,
-    all of one floating dtype."""
+    all of one floating dtype, on the CPU."""
     if (not _FUSED or gates.dim() != 2 or state.dim() != 2
-            or not gates.dtype.is_floating_point):
+            or not gates.dtype.is_floating_point or gates.is_cuda or state.is_cuda):
         return False
     B, n = gates.shape
     return (state.shape[0] == B and n == k * state.shape[1] and state.dtype == gates.dtype
@@ -459,7 +458,7 @@ class RNNBase(Module):
                 finals.append(state)
                 if T == 0:
                     h_size = w_hr.shape[0] if w_hr is not None else self.hidden_size
-                    outs.append(_C.zeros(0, x.shape[1], h_size, dtype=x.dtype))
+                    outs.append(_zeros((0, x.shape[1], h_size), x))
                 else:
                     outs.append(_C.stack(ys, 0))
             x = outs[0] if num_directions == 1 else _C.cat(outs, 2)
@@ -552,10 +551,9 @@ def _forward_packed(self, input, hx, is_lstm):
     max_batch_size = bs[0] if bs else 0
     real = self.proj_size if self.proj_size > 0 else self.hidden_size
     if hx is None:
-        h0 = _C.zeros(self.num_layers * num_directions, max_batch_size, real, dtype=data.dtype)
+        h0 = _zeros((self.num_layers * num_directions, max_batch_size, real), data)
         if is_lstm:
-            c0 = _C.zeros(self.num_layers * num_directions, max_batch_size, self.hidden_size,
-                          dtype=data.dtype)
+            c0 = _zeros((self.num_layers * num_directions, max_batch_size, self.hidden_size), data)
             hx = (h0, c0)
         else:
             hx = h0
@@ -588,8 +586,7 @@ def _forward_simple(self, name, input, hx):
     num_directions = 2 if self.bidirectional else 1
     max_batch_size = input.size(0) if self.batch_first else input.size(1)
     if hx is None:
-        hx = _C.zeros(self.num_layers * num_directions, max_batch_size, self.hidden_size,
-                      dtype=input.dtype)
+        hx = _zeros((self.num_layers * num_directions, max_batch_size, self.hidden_size), input)
     self.check_forward_args(input, hx)
     output, hidden = self._forward_impl(input, hx, False)
     if not is_batched:
@@ -641,10 +638,12 @@ class LSTM(RNNBase):
             input = input.unsqueeze(batch_dim)
         max_batch_size = input.size(0) if self.batch_first else input.size(1)
         if hx is None:
-            h_zeros = _C.zeros(self.num_layers * num_directions, max_batch_size,
-                               real_hidden_size, dtype=input.dtype)
-            c_zeros = _C.zeros(self.num_layers * num_directions, max_batch_size,
-                               self.hidden_size, dtype=input.dtype)
+            h_zeros = _zeros(
+                (self.num_layers * num_directions, max_batch_size, real_hidden_size), input
+            )
+            c_zeros = _zeros(
+                (self.num_layers * num_directions, max_batch_size, self.hidden_size), input
+            )
             hx = (h_zeros, c_zeros)
         elif is_batched:
             if hx[0].dim() != 3 or hx[1].dim() != 3:

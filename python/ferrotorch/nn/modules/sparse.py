@@ -36,7 +36,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            w = _C.zeros(num_embeddings, embedding_dim, dtype=dtype)
+            w = _C.zeros(num_embeddings, embedding_dim, dtype=dtype, device=device)
             self.weight = Parameter(w, requires_grad=not _freeze)
             self.reset_parameters()
         else:

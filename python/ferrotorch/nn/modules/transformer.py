@@ -42,7 +42,8 @@ def _get_clones(module, N):
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """``(sz, sz)`` float mask: ``-inf`` above the diagonal, ``0`` elsewhere."""
-    return _C.full((sz, sz), float("-inf"), dtype=dtype or _C.get_default_dtype()).triu(1)
+    mask = _C.full((sz, sz), float("-inf"), dtype=dtype or _C.get_default_dtype()).triu(1)
+    return mask if device is None else mask.to(device)  # (triu has a CPU kernel only)
 
 
 class TransformerEncoderLayer(Module):

@@ -72,6 +72,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     clip_value = float(clip_value)
     with no_grad():
         for g in _grads(parameters):
-            lo = _C.tensor(-clip_value, dtype=g.dtype)
-            hi = _C.tensor(clip_value, dtype=g.dtype)
+            lo = _C.tensor(-clip_value, dtype=g.dtype, device=g.device)
+            hi = _C.tensor(clip_value, dtype=g.dtype, device=g.device)
             g.copy_(g.maximum(lo).minimum(hi))

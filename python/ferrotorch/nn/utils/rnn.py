@@ -23,7 +23,10 @@ def invert_permutation(permutation):
     """The inverse of a permutation given as an int64 index tensor (``None`` passes)."""
     if permutation is None:
         return None
-    return permutation.argsort()
+    # A scatter rather than argsort (the sort family has CPU kernels only), as PyTorch.
+    out = _C.empty_like(permutation)
+    index = _C.arange(permutation.numel(), dtype=permutation.dtype, device=permutation.device)
+    return out.scatter_(0, permutation, index)
 
 
 class PackedSequence(_PackedSequenceBase):
@@ -44,11 +47,27 @@ class PackedSequence(_PackedSequenceBase):
         return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
 
     def to(self, *args, **kwargs):
+        """``data`` moved or cast as ``Tensor.to``; the index tensors follow ``data`` to its
+        device (``batch_sizes`` stays on the CPU), as PyTorch."""
         data = self.data.to(*args, **kwargs)
-        return self if data is self.data else self._with_data(data)
+        if data is self.data:
+            return self
+        if data.device != self.data.device:
+
+            def move(t):
+                return None if t is None else t.to(data.device)
+
+            return type(self)(
+                data, self.batch_sizes, move(self.sorted_indices), move(self.unsorted_indices)
+            )
+        return self._with_data(data)
 
     def cpu(self, *args, **kwargs):
-        return self
+        return self.to("cpu") if self.data.is_cuda else self
+
+    def cuda(self, *args, **kwargs):
+        data = self.data.cuda(*args, **kwargs)
+        return self if data is self.data else self.to(data.device)
 
     def double(self):
         return self.to(dtype=_C.float64)
@@ -61,7 +80,7 @@ class PackedSequence(_PackedSequenceBase):
 
     @property
     def is_cuda(self):
-        return False
+        return self.data.is_cuda
 
     def is_pinned(self):
         return False
@@ -112,7 +131,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         sorted_indices = None
     else:
         order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-        sorted_indices = _C.tensor(order, dtype=_C.int64)
+        sorted_indices = _C.tensor(order, dtype=_C.int64, device=input.device)
         lengths = [lengths[i] for i in order]
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     data, batch_sizes = _pack_padded(input, lengths, batch_first)
@@ -133,9 +152,9 @@ def _packed_to_padded(data, batch_sizes, padding_value=0.0, total_length=None):
             step = F.pad(step, (0, 0) * len(trail) + (0, B - bs), value=padding_value)
         steps.append(step)
     for _ in range(T - len(batch_sizes)):
-        steps.append(_C.full((B, *trail), padding_value, dtype=data.dtype))
+        steps.append(_C.full((B, *trail), padding_value, dtype=data.dtype, device=data.device))
     if not steps:
-        return _C.zeros(0, B, *trail, dtype=data.dtype)
+        return _C.zeros(0, B, *trail, dtype=data.dtype, device=data.device)
     return _C.stack(steps, 0)
 
 
@@ -162,8 +181,9 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
         padded = padded.transpose(0, 1)
     if sequence.unsorted_indices is not None:
         batch_dim = 0 if batch_first else 1
+        # ``lengths`` stays on the CPU, as PyTorch's.
         return (padded.index_select(batch_dim, sequence.unsorted_indices),
-                lengths.index_select(0, sequence.unsorted_indices))
+                lengths.index_select(0, sequence.unsorted_indices.cpu()))
     return padded, lengths
 
 
