@@ -978,6 +978,25 @@ fn zip3_map<T: Element, U: Element>(
     Ok(Tensor::from_vec_unchecked(out, &shape))
 }
 
+/// `lerp` from broadcasting kernels (for CUDA tensors): `a + w (b - a)` where `|w| < 0.5`,
+/// else `b - (b - a)(1 - w)`, as the CPU loop computes it.
+fn lerp_on_device(a: &Tensor, b: &Tensor, w: &Tensor) -> Result<Tensor> {
+    let d = b.binary(a, BinaryOp::Sub)?;
+    let one = Tensor::scalar(Scalar::Float(1.0), w.dtype());
+    let half = Tensor::scalar(Scalar::Float(0.5), w.dtype());
+    let near_a = a.binary(&w.binary(&d, BinaryOp::Mul)?, BinaryOp::Add)?;
+    let near_b = b.binary(
+        &d.binary(&one.binary(w, BinaryOp::Sub)?, BinaryOp::Mul)?,
+        BinaryOp::Sub,
+    )?;
+    let small = w.unary(UnaryOp::Abs)?.binary(&half, BinaryOp::Lt)?;
+    Tensor::where_raw(
+        &small,
+        &TensorOrScalar::Tensor(near_a),
+        &TensorOrScalar::Tensor(near_b),
+    )
+}
+
 fn require_float(dtype: DType, op: &'static str) -> Result<()> {
     if !dtype.is_floating_point() {
         return Err(Error::UnsupportedDType { op, dtype });
@@ -1096,6 +1115,16 @@ impl Tensor {
         for (b, is_min) in [(min, true), (max, false)] {
             let Some(b) = b else { continue };
             let bt = operand_tensor(b, cd);
+            if r.device().is_cuda() {
+                // maximum/minimum kernels: the same NaN propagation as the loops below.
+                let op = if is_min {
+                    BinaryOp::Maximum
+                } else {
+                    BinaryOp::Minimum
+                };
+                r = r.binary(&bt, op)?;
+                continue;
+            }
             r = if cd.is_floating_point() {
                 with_float_dtype!(
                     cd,
@@ -1178,6 +1207,9 @@ impl Tensor {
             end.to_dtype(cd),
             operand_tensor(weight, cd),
         );
+        if a.device().is_cuda() || b.device().is_cuda() {
+            return lerp_on_device(&a, &b, &w).map(|r| r.to_dtype(dt));
+        }
         let r = with_float_dtype!(
             cd,
             T,

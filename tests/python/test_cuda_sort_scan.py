@@ -272,3 +272,28 @@ def test_cpu_cases_against_numpy():
     np.testing.assert_allclose(npy(x.cumsum(0)), np.cumsum(a, 0))
     np.testing.assert_allclose(npy(x.cumprod(1)), np.cumprod(a, 1))
     np.testing.assert_array_equal(npy(x.cummax(1)[0]), np.maximum.accumulate(a, 1))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAS_CUDA, reason=NO_GPU_REASON)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64])
+def test_clamp_and_lerp_run_on_the_device(dtype):
+    a = np.array([-3.0, -0.5, 0.0, 0.3, 2.5, np.nan])
+    x = torch.from_numpy(a if dtype.is_floating_point else np.nan_to_num(a)).to(dtype)
+    g = x.cuda()
+    for kw in ({"min": -1}, {"max": 1}, {"min": -1, "max": 1}, {"min": 2, "max": 1}):
+        np.testing.assert_array_equal(npy(on_gpu(g.clamp(**kw))), npy(x.clamp(**kw)))
+    lo = torch.tensor([-1.0, 0.0, 0.0, 0.5, 0.0, 0.0]).to(dtype)
+    np.testing.assert_array_equal(npy(g.clamp(min=lo.cuda())), npy(x.clamp(min=lo)))
+    if dtype.is_floating_point:
+        e = torch.from_numpy(np.linspace(-1, 1, 6)).to(dtype)
+        for w in (0.25, 0.75):
+            np.testing.assert_allclose(
+                npy(on_gpu(torch.lerp(g, e.cuda(), w))), npy(torch.lerp(x, e, w)), rtol=1e-3
+            )
+        wt = torch.from_numpy(np.linspace(0, 1, 6)).to(dtype)
+        np.testing.assert_allclose(
+            npy(torch.lerp(g, e.cuda(), wt.cuda())), npy(torch.lerp(x, e, wt)), rtol=1e-3
+        )
+    assert "clamp" not in torch._C._cuda_host_fallback_ops()
+    assert "lerp" not in torch._C._cuda_host_fallback_ops()
