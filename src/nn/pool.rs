@@ -302,7 +302,7 @@ type LinFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
 macro_rules! lin_map {
     ($shape:expr, |$x:ident: $T:ident| $body:expr) => {{
         let shape: Vec<usize> = $shape;
-        let f: LinFn = Arc::new(move |t: &Tensor| -> Result<Tensor> {
+        let compute = move |t: &Tensor| -> Result<Tensor> {
             let dt = t.dtype();
             let cd = dt.compute_dtype();
             with_float_dtype!(
@@ -318,6 +318,16 @@ macro_rules! lin_map {
                     dtype: dt
                 })
             )
+        };
+        let f: LinFn = Arc::new(move |t: &Tensor| -> Result<Tensor> {
+            if t.device().is_cuda() {
+                // A CPU kernel (interpolation, pooling shapes without a CUDA kernel): run it
+                // on a host copy; the result goes back to the device.
+                use crate::tensor::host_fallback::{host, via_host};
+                let h = host(t)?;
+                return via_host("pooling/interpolation", t.device(), || compute(&h));
+            }
+            compute(t)
         });
         f
     }};
@@ -333,14 +343,7 @@ fn apply_linear(
     ft: &LinFn,
     x: &Tensor,
 ) -> Result<Tensor> {
-    let out = if x.device().is_cuda() {
-        // Maps with no CUDA kernel (3-d pooling, interpolation, non-divisible adaptive
-        // pooling) run on a host copy; the result goes back to the device.
-        let h = crate::tensor::host_fallback::host(x)?;
-        crate::tensor::host_fallback::via_host(name, x.device(), || crate::no_grad(|| f(&h)))?
-    } else {
-        crate::no_grad(|| f(x))?
-    };
+    let out = crate::no_grad(|| f(x))?;
     if needs_grad(&[x]) && out.dtype().is_floating_point() {
         let (f, ft) = (f.clone(), ft.clone());
         record(
