@@ -18,6 +18,14 @@
 //                  long long j, long long k, int descending)          grid-stride, rows * P / 2
 //       one compare-exchange stage of the network on global scratch rows of length P;
 //       the host runs k = 2, 4, ..., P and j = k/2, ..., 1.
+//   sort_block_<dt>(T* keys, long long* idx, long long rows, long long n, long long P,
+//                   long long k_lo, long long k_hi, long long j_hi, int descending)
+//       the stages k = k_lo .. k_hi (powers of two), j = min(k / 2, j_hi) .. 1, within chunks
+//       of FT_SORT_CHUNK consecutive elements of a row held in dynamic shared memory
+//       (FT_SORT_CHUNK * (sizeof(T) + 8) bytes, block = FT_SORT_CHUNK / 2 threads, one
+//       block per chunk, grid-stride). Needs j_hi < FT_SORT_CHUNK <= P. The host runs
+//       k = 2 .. CHUNK in one launch, then for each larger k the global steps j >= CHUNK
+//       and one launch for the rest.
 //   sort_finish_<dt>(const T* keys, const long long* idx, T* values, long long* indices,
 //                    long long rows, long long n, long long P)        grid-stride, rows * n
 #include "common.cuh"
@@ -89,6 +97,56 @@ __device__ void sort_rows_smem(const T* __restrict__ x, T* __restrict__ values,
     }
 }
 
+#define FT_SORT_CHUNK 2048
+
+template <typename T>
+__device__ void sort_block_smem(T* __restrict__ keys, long long* __restrict__ idx,
+                                long long rows, long long n, long long P, long long k_lo,
+                                long long k_hi, long long j_hi, bool descending) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    long long* si = reinterpret_cast<long long*>(smem_raw);  // CHUNK indices, then keys
+    T* sk = reinterpret_cast<T*>(si + FT_SORT_CHUNK);
+    const long long per_row = P / FT_SORT_CHUNK;
+    for (long long b = blockIdx.x; b < rows * per_row; b += gridDim.x) {
+        const long long r = b / per_row;
+        const long long base = (b - r * per_row) * FT_SORT_CHUNK;  // position in the row
+        T* kr = keys + r * P + base;
+        long long* ir = idx + r * P + base;
+        for (int c = threadIdx.x; c < FT_SORT_CHUNK; c += blockDim.x) {
+            sk[c] = kr[c];
+            si[c] = ir[c];
+        }
+        __syncthreads();
+        for (long long k = k_lo; k <= k_hi; k <<= 1) {
+            for (long long j = (k >> 1) < j_hi ? (k >> 1) : j_hi; j > 0; j >>= 1) {
+                for (int p = threadIdx.x; p < FT_SORT_CHUNK / 2; p += blockDim.x) {
+                    const int i = 2 * p - (p & (int)(j - 1));
+                    // The direction bit comes from the position in the row: i + base.
+                    typedef typename AccT<T>::type A;
+                    const A a = to_acc(sk[i]), c = to_acc(sk[i + j]);
+                    const bool up = ((base + i) & k) == 0;
+                    const bool swap = up ? goes_before(c, si[i + j], a, si[i], n, descending)
+                                         : goes_before(a, si[i], c, si[i + j], n, descending);
+                    if (swap) {
+                        const T t = sk[i];
+                        sk[i] = sk[i + j];
+                        sk[i + j] = t;
+                        const long long u = si[i];
+                        si[i] = si[i + j];
+                        si[i + j] = u;
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (int c = threadIdx.x; c < FT_SORT_CHUNK; c += blockDim.x) {
+            kr[c] = sk[c];
+            ir[c] = si[c];
+        }
+        __syncthreads();
+    }
+}
+
 #define FT_SORT(unused, sfx, T)                                                                \
     extern "C" __global__ void sort_rows_##sfx(const T* x, T* values, long long* indices,     \
                                                long long rows, long long n, int P,            \
@@ -112,6 +170,12 @@ __device__ void sort_rows_smem(const T* __restrict__ x, T* __restrict__ values,
             const long long i = 2 * p - (p & (j - 1));                                        \
             compare_exchange(keys + r * P, idx + r * P, i, i + j, k, n, descending != 0);     \
         }                                                                                     \
+    }                                                                                         \
+    extern "C" __global__ void sort_block_##sfx(T* keys, long long* idx, long long rows,      \
+                                                long long n, long long P, long long k_lo,     \
+                                                long long k_hi, long long j_hi,               \
+                                                int descending) {                             \
+        sort_block_smem<T>(keys, idx, rows, n, P, k_lo, k_hi, j_hi, descending != 0);         \
     }                                                                                         \
     extern "C" __global__ void sort_finish_##sfx(const T* keys, const long long* idx,         \
                                                  T* values, long long* indices,               \

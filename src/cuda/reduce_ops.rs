@@ -193,6 +193,9 @@ pub(crate) fn cum_extremum(t: &Tensor, dim: usize, max: bool) -> Result<(Tensor,
 
 /// Rows up to this length sort in one block's shared memory (48 KiB for f64 keys).
 const SORT_SMEM_MAX: usize = 4096;
+/// Longer rows: the network's stages within chunks of this many elements run in shared
+/// memory (`FT_SORT_CHUNK` in sort.cu; 32 KiB for f64 keys).
+const SORT_CHUNK: usize = 2048;
 
 /// Stable sort of every row of `t` viewed as `rows` rows of `n` elements (contiguous copy
 /// first); returns contiguous (values, int64 indices) of the same shape. NaN sorts last
@@ -235,15 +238,27 @@ pub(crate) fn sort_rows(
     let p64 = p as i64;
     let name = format!("sort_init_{sfx}");
     launch!(dev, KernelFile::Sort, name, elementwise(rows * p); xp, kp, xip, r64, n64, p64)?;
+    // Stages whose pairs lie within SORT_CHUNK consecutive elements run in shared memory
+    // (sort_block); the others are one global launch each (sort_step).
     let step = format!("sort_step_{sfx}");
-    let mut k = 2i64;
+    let block = format!("sort_block_{sfx}");
+    let chunk = SORT_CHUNK as i64;
+    let block_cfg = LaunchConfig {
+        grid_dim: ((rows * p / SORT_CHUNK).min(65535) as u32, 1, 1),
+        block_dim: ((SORT_CHUNK / 2) as u32, 1, 1),
+        shared_mem_bytes: (SORT_CHUNK * (8 + dt.size())) as u32,
+    };
+    let (k_lo, j_hi) = (2i64, chunk / 2);
+    launch!(dev, KernelFile::Sort, block, block_cfg; kp, xip, r64, n64, p64, k_lo, chunk, j_hi, desc)?;
+    let mut k = 2 * chunk;
     while k <= p64 {
         let mut j = k / 2;
-        while j > 0 {
+        while j >= chunk {
             launch!(dev, KernelFile::Sort, step, elementwise(rows * p / 2);
                 kp, xip, r64, n64, p64, j, k, desc)?;
             j /= 2;
         }
+        launch!(dev, KernelFile::Sort, block, block_cfg; kp, xip, r64, n64, p64, k, k, j_hi, desc)?;
         k *= 2;
     }
     let name = format!("sort_finish_{sfx}");
