@@ -22,10 +22,16 @@ fn shape_i64(s: &[usize]) -> Vec<i64> {
     s.iter().map(|&x| x as i64).collect()
 }
 
-/// Positions (row-major into `shape`) that the gather op `f` reads for each output element.
-fn positions_of(shape: &[usize], f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Pos> {
+/// Positions (row-major into `shape`) that the gather op `f` reads for each output element;
+/// the probe lives on `device` (the input's), where `f`'s index tensors are.
+fn positions_of(
+    shape: &[usize],
+    device: crate::Device,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Pos> {
     let n: usize = shape.iter().product();
     let ar = Tensor::from_vec_unchecked((0..n as i64).collect::<Vec<i64>>(), shape);
+    let ar = crate::cuda::ops::to_device(&ar, device)?;
     let p = crate::no_grad(|| f(&ar))?;
     Ok(Arc::new(
         p.to_vec::<i64>()?.into_iter().map(|x| x as usize).collect(),
@@ -119,7 +125,7 @@ pub(crate) fn record_gather(
     f: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
     if needs_grad(&[input]) && out.dtype().is_floating_point() {
-        let pos = positions_of(input.shape(), f)?;
+        let pos = positions_of(input.shape(), input.device(), f)?;
         let in_shape = input.shape().to_vec();
         record(
             name,
