@@ -11,6 +11,16 @@ from ferrotorch.nn.parameter import Parameter
 __all__ = ["Embedding", "EmbeddingBag"]
 
 
+def _normalized_padding_idx(padding_idx, num_embeddings, name):
+    """``padding_idx`` checked against ``num_embeddings`` and made non-negative (PyTorch's
+    rule and AssertionError; ``name`` is spelt as each module's message spells it)."""
+    if padding_idx is None:
+        return None
+    if (padding_idx > 0 and padding_idx >= num_embeddings) or padding_idx < -num_embeddings:
+        raise AssertionError(f"{name} must be within num_embeddings")
+    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
+
+
 class Embedding(Module):
     r"""``Embedding(num_embeddings, embedding_dim, padding_idx=None, ...)``: ``forward(idx)``
     returns ``weight[idx]``. ``weight`` is initialised from N(0, 1); the ``padding_idx`` row is
@@ -22,15 +32,7 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-                padding_idx = num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = _normalized_padding_idx(padding_idx, num_embeddings, "Padding_idx")
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
@@ -105,15 +107,7 @@ class EmbeddingBag(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
-                padding_idx = num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = _normalized_padding_idx(padding_idx, num_embeddings, "padding_idx")
         if _weight is None:
             w = _C.zeros(num_embeddings, embedding_dim, dtype=dtype, device=device)
             self.weight = Parameter(w)
