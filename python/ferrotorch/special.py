@@ -1,7 +1,7 @@
 """``torch.special``: the special functions, from the Rust kernels (gammaln, digamma,
-polygamma for n <= 1) or written with the existing tensor ops (so autograd flows through
-them). Functions that need kernels we do not have yet (polygamma for n >= 2, zeta, the Bessel
-functions other than i0, erfcx...) are not provided."""
+trigamma, the Hurwitz zeta and through it polygamma of every order) or written with the
+existing tensor ops (so autograd flows through them). Functions that need kernels we do not
+have yet (the Bessel functions other than i0, erfcx...) are not provided."""
 
 import math
 
@@ -14,7 +14,7 @@ Tensor = _C.Tensor
 __all__ = [
     "expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "logsumexp",
     "softmax", "log_softmax", "xlogy", "xlog1py", "sinc", "entr", "ndtr", "ndtri", "log_ndtr",
-    "round", "i0", "i0e", "gammaln", "digamma", "psi", "polygamma", "multigammaln",
+    "round", "i0", "i0e", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "zeta",
 ]
 
 _SQRT1_2 = math.sqrt(0.5)
@@ -256,9 +256,17 @@ def digamma(input, *, out=None):
 psi = digamma
 
 
+def zeta(input, other, *, out=None):
+    """The Hurwitz zeta function ``sum_{k>=0} (k + other) ** -input`` (the Riemann zeta at
+    ``other = 1``): ``inf`` at ``input = 1``, NaN for ``input < 1``. Differentiable in
+    ``other`` only, as in PyTorch."""
+    input, other = _pair(input, other)
+    return _out(input._special_zeta(other), out)
+
+
 def polygamma(n, input, *, out=None):
-    """The ``n``-th derivative of the digamma function. n = 0 and n = 1 (trigamma) are
-    provided; higher orders raise NotImplementedError."""
+    """The ``n``-th derivative of the digamma function: digamma for n = 0, trigamma for
+    n = 1, and ``(-1)^(n+1) n! zeta(n + 1, input)`` above (PyTorch's formula)."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
@@ -268,7 +276,10 @@ def polygamma(n, input, *, out=None):
         return _out(x.digamma(), out)
     if n == 1:
         return _out(x._trigamma(), out)
-    raise NotImplementedError(f"polygamma(n, x) is implemented for n = 0 and 1 only, got n = {n}")
+    order = _scalar(float(n + 1), x)
+    scale = float(math.factorial(n)) if n <= 170 else math.inf  # n! overflows a double above 170
+    result = order._special_zeta(x) * (scale if n % 2 else -scale)
+    return _out(result, out)
 
 
 def multigammaln(input, p, *, out=None):

@@ -160,6 +160,7 @@ operand_methods! {
     copysign, copysign_ => copysign;
     fmod, fmod_ => fmod;
     xlogy, xlogy_ => xlogy;
+    _special_zeta, _special_zeta_ => zeta;
 }
 
 #[pymethods]

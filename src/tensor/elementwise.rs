@@ -1433,6 +1433,17 @@ impl Tensor {
         self.float_binary(other, "hypot_cpu", false, f32::hypot, f64::hypot)
     }
 
+    /// Hurwitz zeta `ζ(self, other)` (`torch.special.zeta`); integers give floats.
+    fn zeta_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        self.float_binary(
+            other,
+            "special_zeta",
+            true,
+            |x, q| crate::math::hurwitz_zeta(x as f64, q as f64) as f32,
+            crate::math::hurwitz_zeta,
+        )
+    }
+
     /// `copysign(other)`: magnitude of `self`, sign of `other` (integers give floats).
     fn copysign_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
         self.float_binary(other, "copysign", true, f32::copysign, f64::copysign)
@@ -2040,6 +2051,27 @@ impl Tensor {
         self.record_binary_misc("HypotBackward0", other, &out, |g, a, b| {
             let r = gadd(&gmul(a, a)?, &gmul(b, b)?)?.unary(UnaryOp::Sqrt)?;
             Ok((Some(gdiv(&gmul(g, a)?, &r)?), Some(gdiv(&gmul(g, b)?, &r)?)))
+        });
+        Ok(out)
+    }
+
+    /// Hurwitz zeta `ζ(self, other) = Σ_k (k + other)^(-self)` (`torch.special.zeta`).
+    /// Differentiable in `other` (`∂/∂q ζ(x, q) = -x ζ(x + 1, q)`, itself differentiable, so
+    /// polygamma of every order has gradients); like PyTorch, not in `self`.
+    pub fn zeta(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.zeta_raw(other)?;
+        let self_needs_grad = self.requires_grad();
+        self.record_binary_misc("SpecialZetaBackward0", other, &out, move |g, x, q| {
+            if self_needs_grad {
+                return Err(crate::Error::Runtime(
+                    "the derivative of special.zeta(x, q) with respect to x is not implemented \
+                     (only q is differentiable)"
+                        .into(),
+                ));
+            }
+            let x1 = x.binary_scalar(Scalar::Float(1.0), BinaryOp::Add, false)?;
+            let dq = gmul(x, &x1.zeta(&TensorOrScalar::Tensor(q.clone()))?)?;
+            Ok((None, Some(gmuls(&gmul(g, &dq)?, -1.0)?)))
         });
         Ok(out)
     }

@@ -2,7 +2,7 @@
 //! themselves differentiable (`create_graph=True`). Results are summed back over broadcast
 //! dims and cast to each input's dtype.
 
-use super::{BinaryOp, Tensor, UnaryOp};
+use super::{BinaryOp, Tensor, TensorOrScalar, UnaryOp};
 use crate::autograd::{is_grad_enabled, needs_grad, record, SavedTensor};
 use crate::{Result, Scalar};
 
@@ -306,12 +306,16 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                 Frac => g.clone(),
                 Lgamma => mul(g, &u(Digamma)?)?,
                 Digamma => mul(g, &u(Trigamma)?)?,
-                Trigamma => {
-                    return Err(crate::Error::Runtime(
-                        "the derivative of polygamma(1, x), polygamma(2, x), is not implemented"
-                            .into(),
-                    ))
-                }
+                // ψ₂(x) = -2 ζ(3, x)
+                Trigamma => mul(
+                    g,
+                    &muls(
+                        &Tensor::scalar(Scalar::Float(3.0), x.dtype())
+                            .to_device(x.device())?
+                            .zeta(&TensorOrScalar::Tensor(x.clone()))?,
+                        -2.0,
+                    )?,
+                )?,
                 Reciprocal => neg(&mul(g, &mul(&y, &y)?)?)?,
                 Square => mul(g, &muls(x, 2.0)?)?,
                 _ => unreachable!("filtered above"),

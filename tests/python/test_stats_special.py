@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ferrotorch as torch
-from ferrotorch.autograd import gradcheck
+from ferrotorch.autograd import gradcheck, gradgradcheck
 
 METHODS = ["linear", "lower", "higher", "midpoint", "nearest"]
 FLOATS = [(torch.float32, np.float32, 1e-5), (torch.float64, np.float64, 1e-12)]
@@ -345,7 +345,7 @@ def test_special_namespace():
     import ferrotorch.special as special_module
 
     assert torch.special is special_module
-    for name in ("zeta", "erfcx", "bessel_j0"):
+    for name in ("erfcx", "bessel_j0"):
         assert not hasattr(torch.special, name)  # need kernels: not faked
 
 
@@ -533,14 +533,13 @@ def test_lgamma_digamma_gradients():
     np.testing.assert_allclose(g.detach().numpy(), torch.digamma(x.detach()).numpy(), rtol=1e-14)
     (h,) = torch.autograd.grad(g.sum(), x)  # second derivative: trigamma
     np.testing.assert_allclose(h.numpy(), torch.polygamma(1, x.detach()).numpy(), rtol=1e-14)
-    with pytest.raises(RuntimeError, match="polygamma"):
-        torch.polygamma(1, x).sum().backward()
+    # Third derivative: polygamma(1, x)'s gradient is polygamma(2, x) (through the zeta kernel).
+    assert gradcheck(lambda t: torch.polygamma(1, t), (x,))
+    assert gradgradcheck(lambda t: torch.polygamma(1, t), (x,))
 
 
 def test_polygamma_and_multigammaln_arguments():
     x = torch.tensor([2.5, 3.0], dtype=torch.float64)
-    with pytest.raises(NotImplementedError, match="n = 2"):
-        torch.polygamma(2, x)
     with pytest.raises(RuntimeError, match="negative n"):
         torch.polygamma(-1, x)
     with pytest.raises(TypeError):
@@ -553,3 +552,97 @@ def test_polygamma_and_multigammaln_arguments():
     np.testing.assert_allclose(torch.mvlgamma(x, p).numpy(), expect, rtol=1e-14)
     with pytest.raises(RuntimeError, match="greater than"):
         torch.special.multigammaln(torch.tensor([0.9]), 3)
+
+
+# ------------------------------------------------------------------ Hurwitz zeta / polygamma
+
+def _zeta_ref(x, q, terms=3000):
+    """Reference only: an exactly rounded partial sum (math.fsum) plus the Euler-Maclaurin tail
+    to the B4 term, cut at a different point than the kernel's."""
+    a = q + terms
+    tail = (a ** (1 - x) / (x - 1) + 0.5 * a ** -x + x * a ** (-x - 1) / 12
+            - x * (x + 1) * (x + 2) * a ** (-x - 3) / 720)
+    return math.fsum([(k + q) ** -x for k in range(terms)] + [tail])
+
+
+def _polygamma_ref(n, x):
+    return (-1) ** (n + 1) * math.factorial(n) * _zeta_ref(n + 1, x)
+
+
+def test_zeta_known_values_and_domain():
+    x = torch.tensor([2.0, 4.0, 3.0, 2.0, 1.0, 0.5, 2.0, 2.0, 3.0, 2.5], dtype=torch.float64)
+    q = torch.tensor([1.0, 1.0, 1.0, 0.5, 2.0, 2.0, 0.0, -3.0, -0.5, -0.5], dtype=torch.float64)
+    z = torch.special.zeta(x, q).tolist()
+    assert z[0] == pytest.approx(math.pi**2 / 6, rel=1e-15)
+    assert z[1] == pytest.approx(math.pi**4 / 90, rel=1e-15)
+    assert z[2] == pytest.approx(1.2020569031595942, rel=1e-15)  # Apery's constant
+    assert z[3] == pytest.approx(math.pi**2 / 2, rel=1e-15)
+    assert z[4] == math.inf and math.isnan(z[5])  # the pole at x = 1, no value below
+    assert z[6] == math.inf and z[7] == math.inf  # q a non-positive integer: a pole
+    # Negative non-integer q: summed for integer x, NaN otherwise (Cephes, PyTorch).
+    assert z[8] == pytest.approx(-8 + 1.2020569031595942 * 7, rel=1e-13)
+    assert math.isnan(z[9])
+
+
+@pytest.mark.parametrize("dtype,np_dtype,tol", FLOATS)
+def test_zeta_matches_series_on_layouts(rng, dtype, np_dtype, tol):
+    xs = rng.uniform(1.1, 12, 12)
+    qs = rng.uniform(0.05, 30, 12)
+    expect = np.array([[_zeta_ref(float(a), float(b)) for b in qs] for a in xs])
+    xt = torch.tensor(xs.astype(np_dtype)).reshape(-1, 1)  # broadcast (12, 1) x (12,)
+    qt = torch.tensor(qs.astype(np_dtype))
+    rtol = max(tol, 1e-12) * 10
+    close(torch.special.zeta(xt, qt), expect, rtol=rtol, atol=0)
+    # Non-contiguous operands: a transposed q grid and a stepped slice of x.
+    q_grid = torch.tensor(np.stack([qs] * 12).T.astype(np_dtype)).t()
+    assert not q_grid.is_contiguous()
+    close(torch.special.zeta(xt, q_grid), expect, rtol=rtol, atol=0)
+    close(torch.special.zeta(xt[::2], qt), expect[::2], rtol=rtol, atol=0)
+    # Numbers on either side, integer tensors promote to the default float dtype.
+    close(torch.special.zeta(2, qt), [_zeta_ref(2.0, float(b)) for b in qs],
+          rtol=rtol, atol=0)
+    assert torch.special.zeta(torch.tensor([2, 4]), 1).dtype == torch.float32
+    assert torch.special.zeta(torch.tensor([]), torch.tensor([])).shape == (0,)
+    assert torch.special.zeta(torch.tensor(2.0), torch.tensor(1.0)).shape == ()
+
+
+def test_polygamma_higher_orders():
+    x = torch.tensor([0.25, 1.0, 2.5, 7.0, 40.0, -1.5], dtype=torch.float64)
+    for n in (2, 3, 4, 7):
+        got = torch.polygamma(n, x).tolist()
+        for v, g in zip(x.tolist(), got):
+            if v > 0:
+                assert g == pytest.approx(_polygamma_ref(n, v), rel=1e-9), (n, v)
+    # Reflection-free check at a negative non-integer: the recurrence psi_n(x) = psi_n(x+1)
+    # - (-1)^n n! / x^(n+1) stepped up from 0.5.
+    v = -1.5
+    ref = -14 * 1.2020569031595942 - 2 / (-0.5) ** 3 - 2 / v**3  # psi_2(1/2) = -14 zeta(3)
+    assert torch.polygamma(2, torch.tensor([v], dtype=torch.float64)).item() == pytest.approx(
+        ref, rel=1e-12)
+    assert torch.polygamma(2, torch.tensor([0.0, -2.0])).tolist() == [-math.inf, -math.inf]
+    assert torch.polygamma(3, torch.tensor([0.0])).tolist() == [math.inf]
+    # psi_2(1) = -2 zeta(3); the Tensor method and the special-module name agree.
+    assert torch.special.polygamma(2, torch.tensor(1.0, dtype=torch.float64)).item() == \
+        pytest.approx(-2 * 1.2020569031595942, rel=1e-15)
+    assert x.polygamma(3).tolist() == torch.polygamma(3, x).tolist()
+    y = x.clone()
+    y.polygamma_(2)
+    assert y.tolist() == torch.polygamma(2, x).tolist()
+    f32 = torch.polygamma(2, x.float()[:5])
+    np.testing.assert_allclose(f32.numpy(), torch.polygamma(2, x[:5]).numpy(), rtol=1e-5)
+
+
+def test_zeta_and_polygamma_gradients():
+    q = leaf([0.3, 1.7, 4.2, 12.5, -2.3])
+    x = torch.tensor([2.0, 3.0, 2.5, 4.0, 3.0], dtype=torch.float64)
+    assert gradcheck(lambda t: torch.special.zeta(x, t), (q,))
+    assert gradgradcheck(lambda t: torch.special.zeta(x, t), (q,))
+    assert gradcheck(lambda t: torch.polygamma(3, t), (q,))
+    y = torch.special.zeta(x, q)
+    assert y.grad_fn.name() == "SpecialZetaBackward0"
+    (g,) = torch.autograd.grad(y.sum(), q)
+    np.testing.assert_allclose(
+        g.numpy(), (-x * torch.special.zeta(x + 1, q.detach())).numpy(), rtol=1e-14)
+    xr = x.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="respect to x"):
+        torch.special.zeta(xr, q.detach()).sum().backward()
