@@ -117,6 +117,49 @@ fn scatter_add_flat(g: &Tensor, pos: Pos, shape: &[usize]) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `Some((dim, index))` when `idx` is full slices around exactly one 1-d int64/int32 tensor.
+fn single_index_select(idx: &[TensorIndex]) -> Option<(i64, &Tensor)> {
+    let mut found = None;
+    for (d, i) in idx.iter().enumerate() {
+        match i {
+            TensorIndex::Slice {
+                start: None,
+                stop: None,
+                step: 1,
+            } => {}
+            TensorIndex::Tensor(t)
+                if found.is_none()
+                    && t.ndim() == 1
+                    && matches!(t.dtype(), DType::I64 | DType::I32) =>
+            {
+                found = Some((d as i64, t));
+            }
+            _ => return None,
+        }
+    }
+    found
+}
+
+/// Zeros shaped like an indexed op's input, with the gradient's dtype and device.
+fn zeros_for_grad(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    Tensor::full_on(g.device(), shape, Scalar::Int(0), g.dtype())
+}
+
+/// Record `out = input.index_select(dim, index)`: backward index-adds the gradient into zeros
+/// (itself recorded, so its own backward selects again). Unlike the generic gather probe this
+/// costs nothing in forward and O(index) plus the zeros in backward.
+fn record_index_select(name: &'static str, input: &Tensor, dim: i64, index: &Tensor, out: &Tensor) {
+    let (idx, shape) = (index.clone(), input.shape().to_vec());
+    record_n(
+        name,
+        vec![(
+            input,
+            Box::new(move |g| zeros_for_grad(g, &shape)?.index_add(dim, &idx, g, Scalar::Int(1))),
+        )],
+        out,
+    );
+}
+
 /// Record a pure gather op `out = f(input)` (each output element copies one input element).
 pub(crate) fn record_gather(
     name: &'static str,
@@ -244,6 +287,15 @@ impl Tensor {
             TensorIndex::Bool(_) => true,
             _ => false,
         });
+        if let Some((dim, index)) = single_index_select(idx) {
+            // `x[:, ..., i]` with one 1-d int64/int32 index: an index_select along that dim,
+            // once negative positions are wrapped (forward already checked the bounds).
+            let size = self.shape()[dim as usize] as i64;
+            let index =
+                index.binary_scalar(Scalar::Int(size), crate::BinaryOp::Remainder, false)?;
+            record_index_select("IndexBackward0", self, dim, &index, &out);
+            return Ok(out);
+        }
         if advanced || !out.shares_storage(self) {
             let idx = idx.to_vec();
             return record_gather("IndexBackward0", self, out, move |a| a.index_raw(&idx));
@@ -372,15 +424,25 @@ impl Tensor {
     /// Elements at `index` along `dim` (a copy).
     pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         let out = crate::no_grad(|| self.index_select_raw(dim, index))?;
-        record_gather("IndexSelectBackward0", self, out, |a| {
-            a.index_select_raw(dim, index)
-        })
+        record_index_select("IndexSelectBackward0", self, dim, index, &out);
+        Ok(out)
     }
 
     /// `out[i][j][k] = self[index[i][j][k]][j][k]` (for dim 0), out shaped like `index`.
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         let out = crate::no_grad(|| self.gather_raw(dim, index))?;
-        record_gather("GatherBackward0", self, out, |a| a.gather_raw(dim, index))
+        let (idx, shape) = (index.clone(), self.shape().to_vec());
+        // Backward scatter-adds into zeros (PyTorch's formula): O(index) work besides the
+        // zeros, where the generic gather probe would walk the whole input.
+        record_n(
+            "GatherBackward0",
+            vec![(
+                self,
+                Box::new(move |g| zeros_for_grad(g, &shape)?.scatter_add(dim, &idx, g)),
+            )],
+            &out,
+        );
+        Ok(out)
     }
 
     /// Elements at flat (row-major) positions `index` (negatives wrap); shaped like `index`.

@@ -654,13 +654,30 @@ impl Tensor {
     /// Reverse the order of elements along `dims`.
     pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         let out = crate::no_grad(|| self.flip_raw(dims))?;
-        super::index_grad::record_gather("FlipBackward0", self, out, |a| a.flip_raw(dims))
+        // Backward flips the gradient back (a permutation is its own inverse here).
+        let d = dims.to_vec();
+        super::index_grad::record_n(
+            "FlipBackward0",
+            vec![(self, Box::new(move |g| g.flip(&d)))],
+            &out,
+        );
+        Ok(out)
     }
 
     /// Rotate elements along `dims` by `shifts` (flattened when `dims` is empty).
     pub fn roll(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         let out = crate::no_grad(|| self.roll_raw(shifts, dims))?;
-        super::index_grad::record_gather("RollBackward0", self, out, |a| a.roll_raw(shifts, dims))
+        // Backward rolls the gradient back by the opposite shifts.
+        let (back, d) = (
+            shifts.iter().map(|s| -s).collect::<Vec<i64>>(),
+            dims.to_vec(),
+        );
+        super::index_grad::record_n(
+            "RollBackward0",
+            vec![(self, Box::new(move |g| g.roll(&back, &d)))],
+            &out,
+        );
+        Ok(out)
     }
 
     /// `repeat(*sizes)`: tile the tensor `sizes[k]` times along each dim.

@@ -139,6 +139,59 @@ def test_index_select(rng):
     assert gradgradcheck(lambda t: t.index_select(0, i) ** 2, (x,))
 
 
+@pytest.mark.parametrize("index_dtype", [ft.int64, ft.int32])
+def test_index_select_backward_index_adds(rng, index_dtype):
+    """index_select, x[i] and x[:, i] backward: the gradient is index-added into zeros, so
+    repeated and negative indices accumulate (checked against NumPy's np.add.at)."""
+    x_np = rng.standard_normal((5, 6, 3))
+    pos = [4, -1, 0, 4, 2, -5]
+    g_np = rng.standard_normal((5, 6, 3))
+    for dim in (0, 1, 2):
+        i = ft.tensor([p % x_np.shape[dim] for p in pos[: x_np.shape[dim] + 1]],
+                      dtype=index_dtype)
+        sel = [slice(None)] * 3
+        sel[dim] = i.numpy()
+        g = ft.tensor(np.ascontiguousarray(g_np[tuple(sel)]))
+        expect = np.zeros_like(x_np)
+        exp_view = np.moveaxis(expect, dim, 0)
+        np.add.at(exp_view, i.numpy(), np.moveaxis(g.numpy(), dim, 0))
+        for f in (lambda t: t.index_select(dim, i),
+                  lambda t: t[(slice(None),) * dim + (i,)]):
+            x = leaf(x_np)
+            y = f(x)
+            np.testing.assert_array_equal(y.detach().numpy(), x_np[tuple(sel)])
+            y.backward(g)
+            np.testing.assert_allclose(x.grad.numpy(), expect, rtol=1e-14, atol=1e-14)
+    x = leaf(x_np)
+    assert x[idx([1, -1])].grad_fn.name() == "IndexBackward0"
+    assert x.index_select(0, idx([1])).grad_fn.name() == "IndexSelectBackward0"
+    # Negative indices through __getitem__, non-contiguous input, double backward.
+    check(lambda t: t[idx([-1, 0, -1])], x)
+    check(lambda t: t.transpose(0, 2)[:, idx([2, 2, -6])], x)
+    assert gradgradcheck(lambda t: t[:, idx([1, 1, 0])] ** 2, (x,))
+    # A 0-d index keeps the dim (size 1); an empty index gives a zero gradient.
+    check(lambda t: t.index_select(1, ft.tensor(3)), x)
+    y = x.index_select(2, idx([]))
+    assert y.shape == (5, 6, 0)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 0.0)
+
+
+def test_gather_backward_scatter_adds(rng):
+    x_np = rng.standard_normal((4, 5))
+    i_np = rng.integers(0, 5, (3, 7))
+    x = leaf(x_np)
+    y = x.gather(1, ft.tensor(i_np))
+    g_np = rng.standard_normal((3, 7))
+    y.backward(ft.tensor(g_np))
+    expect = np.zeros_like(x_np)
+    for r in range(3):
+        np.add.at(expect[r], i_np[r], g_np[r])
+    np.testing.assert_allclose(x.grad.numpy(), expect, rtol=1e-14)
+    assert y.grad_fn.name() == "GatherBackward0"
+    assert gradgradcheck(lambda t: t.gather(0, idx([[3, 0], [3, 3]])) ** 2, (x,))
+
+
 def test_gather_and_take(rng):
     x = rand(rng, 3, 4)
     i = idx([[0, 0, 3], [1, 1, 1]])
@@ -260,6 +313,7 @@ def test_flip_roll_repeat(rng):
     check(lambda t: t.roll(1, -1), x)
     check(lambda t: t.roll(4), x)
     check(lambda t: t.roll((1, 2), (0, 1)), x)
+    assert gradgradcheck(lambda t: t.flip(0).roll(-3) ** 2, (x,))
     check(lambda t: t.repeat(2, 1, 2), x)
     check(lambda t: t.tile((2,)), x)
     check(lambda t: t.repeat_interleave(2, dim=0), x)
