@@ -318,6 +318,42 @@ fn _record_function(
     Ok(())
 }
 
+/// A tensor an `autograd.Function` saved from its own outputs. Holding the output itself would
+/// be a reference cycle (output -> its node -> the Python backward -> ctx -> output) that
+/// neither Rust nor Python's collector can break, so the graph would never be freed. Like
+/// PyTorch's SavedVariable, keep the data without history plus a weak link to the node, and
+/// give the history back when backward unpacks it (the node is alive then).
+#[pyclass(name = "_SavedOutput", module = "ferrotorch._C", frozen)]
+struct PySavedOutput {
+    data: Tensor,
+    node: Option<std::sync::Weak<Node>>,
+    output_nr: usize,
+}
+
+#[pymethods]
+impl PySavedOutput {
+    #[new]
+    fn new(t: PyRef<'_, PyTensor>) -> Self {
+        let t = &t.inner;
+        PySavedOutput {
+            data: t.detach(),
+            node: t.grad_fn().map(|n| Arc::downgrade(&n)),
+            output_nr: t.output_nr(),
+        }
+    }
+    /// The saved tensor, with its history when its node still exists.
+    fn unpack(&self) -> PyTensor {
+        let t = self.data.detach();
+        if let Some(node) = self.node.as_ref().and_then(|w| w.upgrade()) {
+            let mut m = t.meta();
+            m.grad_fn = Some(node);
+            m.output_nr = self.output_nr;
+            m.requires_grad = true;
+        }
+        t.into()
+    }
+}
+
 #[pyfunction]
 fn is_grad_enabled() -> bool {
     autograd::is_grad_enabled()
@@ -341,6 +377,7 @@ fn _set_inference_mode(enabled: bool) {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyNode>()?;
     m.add_class::<PyHookHandle>()?;
+    m.add_class::<PySavedOutput>()?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_record_function, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;

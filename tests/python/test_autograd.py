@@ -333,6 +333,70 @@ def test_custom_function_gradcheck_and_no_grad_path():
         assert not Exp.apply(x).requires_grad
 
 
+def test_custom_function_graph_is_freed_without_backward():
+    """Dropping a custom Function's output frees its node, ctx and saved tensors even when no
+    backward ran and the output was saved for backward (no cycle through the Rust graph)."""
+    import gc
+    import weakref
+
+    class Sentinel:
+        pass
+
+    refs = []
+
+    class SavesOutput(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.sentinel = Sentinel()
+            refs.append(weakref.ref(ctx.sentinel))
+            r = x.exp()
+            ctx.save_for_backward(r, x)
+            return r
+
+        @staticmethod
+        def backward(ctx, g):
+            r, _ = ctx.saved_tensors
+            return g * r
+
+    x = leaf([0.5, -1.0])
+    y = SavesOutput.apply(x)
+    z = SavesOutput.apply(y * 2)  # a chain of two custom nodes
+    del y, z
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+    # Mark-dirty outputs (the input itself, returned) are handled the same way.
+    class AddOneInPlace(Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.sentinel = Sentinel()
+            refs.append(weakref.ref(ctx.sentinel))
+            t.add_(1)
+            ctx.mark_dirty(t)
+            ctx.save_for_backward(t)
+            return t
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = ctx.saved_tensors
+            return g
+
+    w = AddOneInPlace.apply(x * 1)
+    w.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+    del w
+    gc.collect()
+    assert refs[-1]() is None
+
+
+def test_custom_function_saved_output_keeps_its_history_for_double_backward():
+    x = leaf([0.3, -0.8, 1.1])
+    # d2/dx2 exp(x) = exp(x): needs the saved output's own history under create_graph.
+    (g,) = ft.autograd.grad(Exp.apply(x).sum(), x, create_graph=True)
+    (h,) = ft.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), np.exp(x.detach().numpy()), rtol=1e-14)
+    assert gradgradcheck(Exp.apply, (x,))
+
+
 def test_custom_function_error_from_backward_propagates():
     class Bad(Function):
         @staticmethod

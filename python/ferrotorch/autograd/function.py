@@ -37,14 +37,15 @@ class FunctionCtx:
                 "tensors after they have already been freed). Specify retain_graph=True if you "
                 "need to backward through the graph a second time."
             )
-        for t, v in zip(self._saved, self._saved_versions):
+        saved = tuple(t.unpack() if isinstance(t, _C._SavedOutput) else t for t in self._saved)
+        for t, v in zip(saved, self._saved_versions):
             if t is not None and t._version != v:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [{t.type()} {list(t.shape)}] is at version "
                     f"{t._version}; expected version {v} instead."
                 )
-        return self._saved
+        return saved
 
     def mark_dirty(self, *tensors):
         self._dirty = tensors
@@ -101,11 +102,12 @@ class Function(metaclass=_FunctionMeta):
         ]
         diff_outputs = [outs[k] for k in diff_idx]
         shapes = [(o.shape, o.dtype, o.device) for o in diff_outputs]
+        n_outs = len(outs)  # (the bridge must not hold the outputs: see _SavedOutput)
 
         def backward_bridge(grads):
             if ctx._released:
                 _ = ctx.saved_tensors  # raises the "second time" error
-            full = [None] * len(outs)
+            full = [None] * n_outs
             for k, g in zip(diff_idx, grads):
                 full[k] = g
             if ctx.materialize_grads:
@@ -124,6 +126,11 @@ class Function(metaclass=_FunctionMeta):
             return [res[i] for i in tensor_positions]
 
         _C._record_function(cls.__name__ + "Backward", backward_bridge, inputs, diff_outputs)
+        # Saved outputs (and dirty inputs, now outputs too) are kept without their new history.
+        ctx._saved = tuple(
+            _C._SavedOutput(t) if t is not None and any(t is o for o in outs) else t
+            for t in ctx._saved
+        )
         if not is_tuple:
             return outs[0]
         return tuple(outs)
