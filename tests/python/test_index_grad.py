@@ -155,8 +155,8 @@ def test_index_select_backward_index_adds(rng, index_dtype):
         expect = np.zeros_like(x_np)
         exp_view = np.moveaxis(expect, dim, 0)
         np.add.at(exp_view, i.numpy(), np.moveaxis(g.numpy(), dim, 0))
-        for f in (lambda t: t.index_select(dim, i),
-                  lambda t: t[(slice(None),) * dim + (i,)]):
+        for f in (lambda t, d=dim, i=i: t.index_select(d, i),
+                  lambda t, d=dim, i=i: t[(slice(None),) * d + (i,)]):
             x = leaf(x_np)
             y = f(x)
             np.testing.assert_array_equal(y.detach().numpy(), x_np[tuple(sel)])
