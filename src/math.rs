@@ -195,7 +195,7 @@ pub fn hurwitz_zeta(x: f64, q: f64) -> f64 {
     let w = a;
     sum += w * w.powf(-x) / (x - 1.0) - 0.5 * w.powf(-x);
     let mut rising = 1.0; // x (x+1) ... (x+2j-2)
-    let mut power = w.powf(-x); // w^(-x-2j+1) · w^(2j-1)... kept as w^(-x) / w^(2j-1)
+    let mut power = w.powf(-x); // divided by w once per factor: w^(-x-2j+1) at term j
     let mut extra = 0.0;
     for (j, &c) in FACT_OVER_BERNOULLI.iter().enumerate() {
         let m = (2 * j) as f64;

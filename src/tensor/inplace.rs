@@ -148,7 +148,7 @@ impl Tensor {
     /// Copy `src` (broadcast to this shape, cast to this dtype) into `self` in place,
     /// recording the copy for autograd.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
-        if !self.copy_needs_autograd(src) {
+        if !self.grad_inplace(&[src]) {
             // Nothing to record: write straight into our memory (one pass, no temporary).
             return self.copy_raw(src);
         }
@@ -159,14 +159,6 @@ impl Tensor {
             // A fresh tensor so the result does not alias `src`.
             Ok(v.contiguous_recorded())
         })
-    }
-
-    /// Whether `self.copy_(src)` must go through `inplace` (the test of its no-grad branch).
-    fn copy_needs_autograd(&self, src: &Tensor) -> bool {
-        if needs_grad(&[self, src]) {
-            return true;
-        }
-        crate::is_grad_enabled() && self.view_base().is_some_and(|b| b.requires_grad())
     }
 
     /// `contiguous()` that keeps the autograd history (copies record CloneBackward).
