@@ -2109,3 +2109,38 @@ from ferrotorch.nn._functional_extra import (  # noqa: E402
 )
 
 __all__ += ["gumbel_softmax", "embedding_bag", "affine_grid", "grid_sample", "ctc_loss"]
+
+from ferrotorch.nn._functional_more import (  # noqa: E402
+    celu_,
+    channel_shuffle,
+    elu_,
+    gaussian_nll_loss,
+    hardshrink,
+    hardtanh_,
+    hinge_embedding_loss,
+    leaky_relu_,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    native_channel_shuffle,
+    pdist,
+    poisson_nll_loss,
+    rrelu,
+    rrelu_,
+    selu_,
+    soft_margin_loss,
+    softshrink,
+    threshold_,
+    triplet_margin_with_distance_loss,
+)
+
+__all__ += [
+    "poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss", "soft_margin_loss",
+    "multilabel_soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss",
+    "triplet_margin_with_distance_loss", "hardshrink", "softshrink", "rrelu", "rrelu_",
+    "threshold_", "hardtanh_", "elu_", "selu_", "celu_", "leaky_relu_", "max_unpool1d",
+    "max_unpool2d", "max_unpool3d", "channel_shuffle", "native_channel_shuffle", "pdist",
+]
