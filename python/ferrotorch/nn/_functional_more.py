@@ -512,7 +512,12 @@ def pdist(input, p=2):
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     n = input.shape[0]
-    pairs = _C.triu_indices(n, n, 1).to(input.device)
-    diff = input.index_select(0, pairs[0]) - input.index_select(0, pairs[1])
+    import numpy as np
+
+    # (Two separate index tensors: a row of an empty (2, 0) index tensor is a view at
+    # offset 1 of an empty storage, which index_select rejects.)
+    rows, cols = (_C.tensor(np.ascontiguousarray(v, dtype=np.int64), device=input.device)
+                  for v in np.triu_indices(n, 1))
+    diff = input.index_select(0, rows) - input.index_select(0, cols)
     return _norm_last(diff, p)
 
