@@ -19,6 +19,7 @@ from ferrotorch import _C
 from ferrotorch import _cuda_fallback as _cf
 from ferrotorch.nn.functional import (
     _float_mask,
+    _inplace_src,
     _legacy_reduction,
     _reduce,
     celu,
@@ -292,9 +293,9 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         noise = _C.rand(*input.shape, dtype=input.dtype, device=input.device)
         noise = noise * (upper - lower) + lower
         pos = _float_mask(input > 0, input)
-        out = input * (pos + (1 - pos) * noise)
+        out = _inplace_src(input, inplace) * (pos + (1 - pos) * noise)
     else:
-        out = leaky_relu(input, (lower + upper) / 2)
+        out = leaky_relu(_inplace_src(input, inplace), (lower + upper) / 2)
     return input.copy_(out) if inplace else out
 
 
