@@ -36,6 +36,15 @@ def _float_mask(cond, like):
     return cond.to(like.dtype)
 
 
+def _inplace_src(input, inplace):
+    """What an ``inplace=True`` op computes from before its ``input.copy_(out)``: a clone
+    when autograd records, so the copy does not overwrite a tensor the new graph saved (the
+    backward would fail its version check); ``input`` itself otherwise."""
+    if inplace and input.requires_grad and _C.is_grad_enabled():
+        return input.clone()
+    return input
+
+
 # ---------------------------------------------------------------------------- activations
 def relu(input, inplace=False):
     """max(x, 0)."""
@@ -47,8 +56,9 @@ def relu_(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    keep = _float_mask(input > threshold, input)
-    out = input * keep + (1 - keep) * value
+    x = _inplace_src(input, inplace)
+    keep = _float_mask(x > threshold, x)
+    out = x * keep + (1 - keep) * value
     return input.copy_(out) if inplace else out
 
 
@@ -60,7 +70,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamp to ``[min_val, max_val]`` (gradient 0 outside the range)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    out = input.maximum(_scalar(min_val, input)).minimum(_scalar(max_val, input))
+    x = _inplace_src(input, inplace)
+    out = x.maximum(_scalar(min_val, x)).minimum(_scalar(max_val, x))
     if inplace:
         return input.copy_(out)
     return out
@@ -68,7 +79,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x if x >= 0 else negative_slope * x."""
-    out = input.relu() - (-input).relu() * negative_slope
+    x = _inplace_src(input, inplace)
+    out = x.relu() - (-x).relu() * negative_slope
     return input.copy_(out) if inplace else out
 
 
@@ -98,20 +110,22 @@ def glu(input, dim=-1):
 
 def elu(input, alpha=1.0, inplace=False):
     """x if x > 0 else alpha * (exp(x) - 1)."""
-    neg = (input.minimum(_scalar(0.0, input)).exp() - 1) * alpha
-    out = input.relu() + neg
+    x = _inplace_src(input, inplace)
+    neg = (x.minimum(_scalar(0.0, x)).exp() - 1) * alpha
+    out = x.relu() + neg
     return input.copy_(out) if inplace else out
 
 
 def selu(input, inplace=False):
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
-    out = elu(input, alpha) * scale
+    out = elu(_inplace_src(input, inplace), alpha) * scale
     return input.copy_(out) if inplace else out
 
 
 def celu(input, alpha=1.0, inplace=False):
-    out = input.relu() + ((input.minimum(_scalar(0.0, input)) / alpha).exp() - 1) * alpha
+    x = _inplace_src(input, inplace)
+    out = x.relu() + ((x.minimum(_scalar(0.0, x)) / alpha).exp() - 1) * alpha
     return input.copy_(out) if inplace else out
 
 
@@ -127,7 +141,8 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     """x * sigmoid(x)."""
-    out = input * input.sigmoid()
+    x = _inplace_src(input, inplace)
+    out = x * x.sigmoid()
     return input.copy_(out) if inplace else out
 
 
@@ -142,7 +157,8 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
-    out = input * softplus(input).tanh()
+    x = _inplace_src(input, inplace)
+    out = x * softplus(x).tanh()
     return input.copy_(out) if inplace else out
 
 
@@ -168,12 +184,13 @@ def tanhshrink(input):
 
 
 def hardsigmoid(input, inplace=False):
-    out = hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    out = hardtanh(_inplace_src(input, inplace) / 6 + 0.5, 0.0, 1.0)
     return input.copy_(out) if inplace else out
 
 
 def hardswish(input, inplace=False):
-    out = input * hardsigmoid(input)
+    x = _inplace_src(input, inplace)
+    out = x * hardsigmoid(x)
     return input.copy_(out) if inplace else out
 
 
@@ -221,7 +238,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     else:
         u = _C.rand(*input.shape, dtype=input.dtype, device=input.device)
         keep = _float_mask(u >= p, input)
-        out = input * keep * (1.0 / (1.0 - p))
+        out = _inplace_src(input, inplace) * keep * (1.0 / (1.0 - p))
     return input.copy_(out) if inplace else out
 
 
@@ -1459,13 +1476,14 @@ def _feature_dropout(input, p, training, inplace, alpha=False):
     if not training or p == 0.0:
         return input
     mask_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    x = _inplace_src(input, inplace)
     if alpha:
-        out = _alpha_dropout_apply(input, p, mask_shape)
+        out = _alpha_dropout_apply(x, p, mask_shape)
     elif p == 1.0:
-        out = input * 0.0
+        out = x * 0.0
     else:
         keep = _float_mask(_C.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p, input)
-        out = input * keep * (1.0 / (1.0 - p))
+        out = x * keep * (1.0 / (1.0 - p))
     return input.copy_(out) if inplace else out
 
 
@@ -1488,7 +1506,8 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
             "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
             "inputs).")
     if input.ndim == 2:
-        out = _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
+        x = _inplace_src(input, inplace)
+        out = _feature_dropout(x.unsqueeze(0), p, training, False).squeeze(0)
         return input.copy_(out) if inplace and training and p > 0 else out
     return _feature_dropout(input, p, training, inplace)
 
@@ -1528,7 +1547,8 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
             "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
             "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
     if nd == 4:
-        out = _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
+        x = _inplace_src(input, inplace)
+        out = _feature_dropout(x.unsqueeze(0), p, training, False).squeeze(0)
         return input.copy_(out) if inplace and training and p > 0 else out
     return _feature_dropout(input, p, training, inplace)
 
@@ -1538,7 +1558,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
     if not training or p == 0.0:
         return input
-    out = _alpha_dropout_apply(input, p, tuple(input.shape))
+    out = _alpha_dropout_apply(_inplace_src(input, inplace), p, tuple(input.shape))
     return input.copy_(out) if inplace else out
 
 
@@ -2109,3 +2129,38 @@ from ferrotorch.nn._functional_extra import (  # noqa: E402
 )
 
 __all__ += ["gumbel_softmax", "embedding_bag", "affine_grid", "grid_sample", "ctc_loss"]
+
+from ferrotorch.nn._functional_more import (  # noqa: E402
+    celu_,
+    channel_shuffle,
+    elu_,
+    gaussian_nll_loss,
+    hardshrink,
+    hardtanh_,
+    hinge_embedding_loss,
+    leaky_relu_,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    native_channel_shuffle,
+    pdist,
+    poisson_nll_loss,
+    rrelu,
+    rrelu_,
+    selu_,
+    soft_margin_loss,
+    softshrink,
+    threshold_,
+    triplet_margin_with_distance_loss,
+)
+
+__all__ += [
+    "poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss", "soft_margin_loss",
+    "multilabel_soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss",
+    "triplet_margin_with_distance_loss", "hardshrink", "softshrink", "rrelu", "rrelu_",
+    "threshold_", "hardtanh_", "elu_", "selu_", "celu_", "leaky_relu_", "max_unpool1d",
+    "max_unpool2d", "max_unpool3d", "channel_shuffle", "native_channel_shuffle", "pdist",
+]

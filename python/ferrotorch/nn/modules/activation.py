@@ -7,6 +7,7 @@ __all__ = [
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "Softmin", "Softplus", "Hardtanh", "Hardsigmoid",
     "Hardswish", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold", "PReLU", "GLU",
+    "Hardshrink", "Softshrink", "RReLU", "Softmax2d",
 ]
 
 
@@ -235,6 +236,62 @@ class Softmin(_SoftmaxBase):
 class LogSoftmax(_SoftmaxBase):
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
+
+
+class Softmax2d(Module):
+    r"""Softmax over the channels (dim -3) of a ``(N, C, H, W)`` or ``(C, H, W)`` input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(
+                f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+class Hardshrink(Module):
+    r"""``x`` where ``|x| > lambd``, else 0."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    r"""``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class RReLU(Module):
+    r"""Randomized leaky ReLU: a slope drawn from ``U(lower, upper)`` per non-positive
+    element in training, ``(lower + upper) / 2`` in evaluation."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"lower={self.lower}, upper={self.upper}{inplace_str}"
 
 
 # ---------------------------------------------------------------------------- attention

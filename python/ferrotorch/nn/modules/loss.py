@@ -7,7 +7,9 @@ from ferrotorch.nn.modules.module import Module
 __all__ = [
     "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
-    "TripletMarginLoss", "CTCLoss",
+    "TripletMarginLoss", "CTCLoss", "PoissonNLLLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
+    "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss", "MultiMarginLoss",
+    "TripletMarginWithDistanceLoss",
 ]
 
 
@@ -172,3 +174,109 @@ class CTCLoss(_Loss):
             self.reduction,
             self.zero_infinity,
         )
+
+
+class PoissonNLLLoss(_Loss):
+    r"""Poisson negative log likelihood (see ``F.poisson_nll_loss``): ``forward(log_input,
+    target)``."""
+
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                 reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input = log_input
+        self.full = full
+        self.eps = eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                  eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    r"""Gaussian negative log likelihood (see ``F.gaussian_nll_loss``): ``forward(input,
+    target, var)``."""
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(None, None, reduction)
+        self.full = full
+        self.eps = eps
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    r"""``x`` for ``y = 1``, ``max(0, margin - x)`` for ``y = -1``."""
+
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, margin=self.margin,
+                                      reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    r"""``log(1 + exp(-y x))``."""
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    r"""One-versus-all logistic loss averaged over the classes (optional class ``weight``)."""
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    r"""Multi-class multi-classification hinge loss; ``target`` lists class indices, ended
+    by ``-1``."""
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    r"""Multi-class hinge loss ``sum_{i != y} w[y] max(0, margin - x[y] + x[i])^p / C``."""
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p != 1 and p != 2:
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(
+                f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                f"{weight.dim()}D instead")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    r"""``max(d(a, p) - d(a, n) + margin, 0)`` for a given ``distance_function`` (default
+    ``F.pairwise_distance``)."""
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(size_average=None, reduce=None, reduction=reduction)
+        if margin <= 0:
+            raise ValueError(
+                f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                f"{margin} instead")
+        self.distance_function = (distance_function if distance_function is not None
+                                  else F.pairwise_distance)
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)

@@ -3,7 +3,7 @@
 from ferrotorch.nn import functional as F
 from ferrotorch.nn.modules.module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
 
 
 class PixelShuffle(Module):
@@ -32,3 +32,17 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    r"""Interleave the ``groups`` groups of channels: ``(N, g * k, *) -> (N, k * g, *)``."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"

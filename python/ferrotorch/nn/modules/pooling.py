@@ -8,7 +8,7 @@ __all__ = [
     "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
 ]
 __all__ += ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "LPPool1d", "LPPool2d",
-            "LPPool3d"]
+            "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 def _single(x):
@@ -202,3 +202,52 @@ class LPPool3d(_LPPoolNd):
     def forward(self, input):
         return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride,
                            self.ceil_mode)
+
+
+def _ntuple(x, n):
+    return tuple(x) if isinstance(x, (list, tuple)) else (x,) * n
+
+
+class _MaxUnpoolNd(Module):
+    def __init__(self, kernel_size, stride, padding, n):
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride if (stride is not None) else kernel_size, n)
+        self.padding = _ntuple(padding, n)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    r"""Partial inverse of ``MaxPool1d``: ``forward(input, indices, output_size=None)`` puts
+    each value back where its index says, zeros elsewhere."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__(kernel_size, stride, padding, 1)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    r"""Partial inverse of ``MaxPool2d`` (indices flat over ``H*W``)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__(kernel_size, stride, padding, 2)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    r"""Partial inverse of ``MaxPool3d`` (indices flat over ``D*H*W``)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__(kernel_size, stride, padding, 3)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
