@@ -11,6 +11,7 @@ named-tuple results. Decompositions support float32/float64 and batch over leadi
 """
 
 import builtins
+import math
 from collections import namedtuple
 
 from ferrotorch import _C
@@ -20,13 +21,22 @@ Tensor = _C.Tensor
 
 __all__ = [
     "cholesky",
+    "cholesky_ex",
+    "cond",
     "cross",
     "det",
+    "diagonal",
     "eigh",
     "eigvalsh",
     "inv",
+    "inv_ex",
     "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
     "matmul",
+    "matrix_exp",
     "matrix_norm",
     "matrix_power",
     "matrix_rank",
@@ -36,8 +46,13 @@ __all__ = [
     "qr",
     "slogdet",
     "solve",
+    "solve_ex",
+    "solve_triangular",
     "svd",
     "svdvals",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
     "vecdot",
     "vector_norm",
 ]
@@ -53,6 +68,13 @@ _lstsq_result = namedtuple(
 _torch_slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 _torch_svd_result = namedtuple("svd", ["U", "S", "V"])
 _torch_qr_result = namedtuple("qr", ["Q", "R"])
+_lu_factor_result = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_lu_factor_ex_result = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+_lu_result = namedtuple("linalg_lu", ["P", "L", "U"])
+_lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
+_cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
+_inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
+_solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
 
 
 def _out(result, out):
@@ -213,6 +235,339 @@ def eigh(A, UPLO="L", *, out=None):
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a symmetric matrix."""
     return _out(_via_cpu(lambda a: _C._linalg_eigh(a, UPLO, False)[0], A), out)
+
+
+# ------------------------------------------------------------------------ triangular systems, LU
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """Solve ``A X = B`` (``X A = B`` with ``left=False``) for triangular ``A``; only the
+    ``upper`` (or lower) triangle of ``A`` is read, and ``unitriangular`` takes its diagonal
+    as ones. Batches broadcast."""
+    return _out(
+        _via_cpu(lambda a, b: _C._linalg_solve_triangular(a, b, upper, left, unitriangular),
+                 A, B),
+        out,
+    )
+
+
+def _check_pivot(name, pivot):
+    if not pivot:
+        raise RuntimeError(f"{name}: LU without pivoting is not implemented on the CPU")
+
+
+def _check_lu_info(name, info, batched):
+    """PyTorch's error for a singular ``U`` found by ``lu_factor``."""
+    flat = info.reshape(-1)
+    if not flat.numel() or not bool((flat != 0).any()):
+        return
+    bad = flat.tolist()
+    b = next(i for i, v in enumerate(bad) if v != 0)
+    where = f"(Batch element {b}): " if batched else ""
+    raise RuntimeError(
+        f"{name}: {where}U[{bad[b]},{bad[b]}] is zero and using it on lu_solve would result "
+        "in a division by zero. If you still want to perform the factorization, consider "
+        "calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"
+    )
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """``(LU, pivots, info)``: the LU factorisation with partial pivoting in LAPACK's packed
+    form, 1-based int32 ``pivots`` and ``info`` (0, or the first zero pivot of ``U``)."""
+    _check_pivot("linalg.lu_factor", pivot)
+    LU, pivots, info = _via_cpu(_C._linalg_lu_factor, A)
+    if check_errors:
+        _check_lu_info("torch.linalg.lu_factor_ex", info, A.dim() > 2)
+    return _out(_lu_factor_ex_result(LU, pivots, info), out)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """``(LU, pivots)`` as ``lu_factor_ex``; raises RuntimeError when ``U`` is singular."""
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    _check_lu_info("torch.linalg.lu_factor", info, A.dim() > 2)
+    return _out(_lu_factor_result(LU, pivots), out)
+
+
+def lu(A, *, pivot=True, out=None):
+    """``(P, L, U)`` with ``A = P L U``: ``L`` unit lower (m x k), ``U`` upper (k x n)."""
+    _check_pivot("linalg.lu", pivot)
+    return _out(_lu_result(*_via_cpu(_C._linalg_lu, A)), out)
+
+
+def _lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """``torch.lu_unpack``: ``(P, L, U)`` from a packed LU and its pivots (differentiable in
+    ``LU_data``)."""
+    if LU_data.dim() < 2:
+        raise RuntimeError("torch.lu_unpack: LU_data must have at least 2 dimensions")
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = builtins.min(m, n)
+    empty = _C.empty(0, dtype=LU_data.dtype, device=LU_data.device)
+    L = U = P = empty
+    if unpack_data:
+        unit = _C.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+        L = LU_data.narrow(-1, 0, k).tril(-1) + unit
+        U = LU_data.narrow(-2, 0, k).triu()
+    if unpack_pivots:
+        if LU_pivots.dtype != _C.int32:
+            raise RuntimeError(
+                "torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                f"torch.int32 dtype. Note: this function does not check if the pivots are "
+                f"valid. Got {LU_pivots.dtype}"
+            )
+        P = _C._lu_pivots_to_permutation(LU_pivots, m, LU_data.dtype)
+    return _out(_lu_unpack_result(P, L, U), out)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """Solve ``A X = B`` from ``A``'s LU factorisation (``X A = B`` with ``left=False``,
+    ``A^T`` in place of ``A`` with ``adjoint=True``). Differentiable in ``LU`` and ``B``."""
+    if LU.dim() < 2 or LU.shape[-1] != LU.shape[-2]:
+        shape = "x".join(str(d) for d in LU.shape[-2:])
+        raise RuntimeError(
+            f"linalg.lu_solve: Expected LU to be batches of square matrices, but got {shape}"
+        )
+    P, L, U = _lu_unpack(LU, pivots)
+    tri = solve_triangular
+    if left and not adjoint:  # A = P L U
+        X = tri(U, tri(L, _mT(P) @ B, upper=False, unitriangular=True), upper=True)
+    elif left:  # A^T X = B with A^T = U^T L^T P^T
+        X = P @ tri(_mT(L), tri(_mT(U), B, upper=False), upper=True, unitriangular=True)
+    elif not adjoint:  # X P L U = B
+        Y = tri(L, tri(U, B, upper=True, left=False), upper=False, left=False,
+                unitriangular=True)
+        X = Y @ _mT(P)
+    else:  # X U^T L^T P^T = B
+        Y = tri(_mT(L), B @ P, upper=True, left=False, unitriangular=True)
+        X = tri(_mT(U), Y, upper=False, left=False)
+    return _out(X, out)
+
+
+def _torch_lu(A, pivot=True, get_infos=False, out=None):
+    """Deprecated ``torch.lu``: ``(A_LU, pivots[, infos])``; never raises for singular
+    input."""
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    return _out((LU, pivots, info) if get_infos else (LU, pivots), out)
+
+
+def _torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """Deprecated ``torch.lu_solve(b, LU_data, LU_pivots)``."""
+    return lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+def _torch_triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *,
+                            out=None):
+    """Deprecated ``torch.triangular_solve``: ``(solution, cloned_coefficient)`` of
+    ``op(A) X = b`` with ``op`` the transpose when ``transpose``."""
+    a = _mT(A) if transpose else A
+    x = solve_triangular(a, b, upper=upper != transpose, unitriangular=unitriangular)
+    return _out(_torch_triangular_solve_result(x, A.clone()), out)
+
+
+_torch_triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+# ------------------------------------------------------------------------ *_ex variants
+
+
+def _zeros_info(A, n_batch_dims):
+    return _C.zeros(tuple(A.shape[:n_batch_dims]), dtype=_C.int32, device=A.device)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """``(L, info)``: ``info`` is 0, or the order of the first leading minor that is not
+    positive-definite (then that matrix's ``L`` is left as zeros). With ``check_errors``
+    the failure raises as ``cholesky`` does."""
+    try:
+        return _out(_cholesky_ex_result(cholesky(A, upper=upper), _zeros_info(A, A.dim() - 2)),
+                    out)
+    except RuntimeError:
+        if check_errors or A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+            raise
+    # Some matrix failed: factor the batch one matrix at a time to find which.
+    n = A.shape[-1]
+    flat = A.reshape(-1, n, n)
+    Ls, infos = [], []
+    for i in range(flat.shape[0]):
+        try:
+            Ls.append(cholesky(flat[i], upper=upper))
+            infos.append(0)
+        except RuntimeError as e:
+            msg = str(e)
+            order = msg.split("minor of order ")[-1].split(" ")[0] if "order" in msg else "1"
+            Ls.append(_C.zeros_like(flat[i]))
+            infos.append(builtins.int(order))
+    L = _C.stack(Ls).reshape(A.shape)
+    info = _C.tensor(infos, dtype=_C.int32, device=A.device).reshape(tuple(A.shape[:-2]))
+    return _out(_cholesky_ex_result(L, info), out)
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """``(inverse, info)``: ``info`` is 0, or the first zero pivot of ``A``'s LU (then that
+    inverse holds inf/NaN, as LAPACK leaves it)."""
+    try:
+        return _out(_inv_ex_result(inv(A), _zeros_info(A, A.dim() - 2)), out)
+    except RuntimeError:
+        if check_errors or A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+            raise
+    LU, pivots, info = lu_factor_ex(A)
+    eye = _C.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    return _out(_inv_ex_result(lu_solve(LU, pivots, eye.expand(A.shape)), info), out)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """``(result, info)`` as ``inv_ex`` for ``solve``."""
+    try:
+        return _out(_solve_ex_result(solve(A, B, left=left), _zeros_info(A, A.dim() - 2)), out)
+    except RuntimeError:
+        if check_errors or A.dim() < 2 or A.shape[-1] != A.shape[-2] or B.dim() == 0:
+            raise
+    LU, pivots, info = lu_factor_ex(A)
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    b = B.unsqueeze(-1) if vector else B
+    X = lu_solve(LU, pivots, b, left=left)
+    return _out(_solve_ex_result(X.squeeze(-1) if vector else X, info), out)
+
+
+# ------------------------------------------------------------------------ matrix functions
+
+# Pade approximants of exp (Higham, "The scaling and squaring method for the matrix
+# exponential revisited", 2005): numerator coefficients and the 1-norm bound up to which
+# each degree is accurate to double precision.
+_PADE = {
+    3: (1.495585217958292e-2, (120.0, 60.0, 12.0, 1.0)),
+    5: (2.539398330063230e-1, (30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0)),
+    7: (9.504178996162932e-1, (17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0,
+                               56.0, 1.0)),
+    9: (2.097847961257068, (17643225600.0, 8821612800.0, 2075673600.0, 302702400.0,
+                            30270240.0, 2162160.0, 110880.0, 3960.0, 90.0, 1.0)),
+}
+_PADE13_THETA = 5.371920351148152
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+
+
+def matrix_exp(A):
+    """Matrix exponential by scaling and squaring with a Pade approximant (the degree chosen
+    from the largest 1-norm in the batch); differentiable, since it is built from products
+    and one solve."""
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        shape = "x".join(str(d) for d in A.shape)
+        raise RuntimeError(
+            f"linalg.matrix_exp: A must be batches of square matrices, but got shape {shape}"
+        )
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point tensor, got {A.dtype}")
+    if A.numel() == 0:
+        return A.clone()
+    n = A.shape[-1]
+    eye = _C.eye(n, dtype=A.dtype, device=A.device)
+    norm = builtins.float(A.detach().abs().sum(-2).amax().item())
+    if norm != norm or norm == builtins.float("inf"):  # NaN/inf input: propagate
+        return A + eye * norm
+    for m, (theta, b) in _PADE.items():
+        if norm <= theta:
+            powers = [eye, A @ A]
+            while len(powers) < (m + 1) // 2:
+                powers.append(powers[-1] @ powers[1])
+            U = A @ builtins.sum((b[2 * i + 1] * p for i, p in enumerate(powers)),
+                                 start=_C.zeros_like(A))
+            V = builtins.sum((b[2 * i] * p for i, p in enumerate(powers)),
+                             start=_C.zeros_like(A))
+            return solve(V - U, V + U)
+    s = builtins.max(0, math.ceil(math.log2(norm / _PADE13_THETA)))
+    A = A / (2.0 ** s)
+    b = _PADE13
+    A2 = A @ A
+    A4 = A2 @ A2
+    A6 = A4 @ A2
+    U = A @ (A6 @ (b[13] * A6 + b[11] * A4 + b[9] * A2) + b[7] * A6 + b[5] * A4 + b[3] * A2
+             + b[1] * eye)
+    V = A6 @ (b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2 \
+        + b[0] * eye
+    R = solve(V - U, V + U)
+    for _ in range(s):
+        R = R @ R
+    return R
+
+
+def cond(A, p=None, *, out=None):
+    """Condition number of ``A`` in the ``p`` norm (2-norm via singular values by default;
+    inf for singular matrices with the other norms)."""
+    if p is None or p in (2, -2):
+        s = svdvals(A)
+        big, small = s[..., 0], s[..., -1]
+        return _out(small / big if p == -2 else big / small, out)
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            f"linalg.cond(ord={p}): A must be batches of square matrices, "
+            f"but they are {A.shape[-2] if A.dim() > 1 else 1} by {A.shape[-1]} matrices"
+        )
+    inverse, info = inv_ex(A)
+    r = matrix_norm(A, p) * matrix_norm(inverse, p)
+    inf = _C.full((), builtins.float("inf"), dtype=r.dtype, device=r.device)
+    return _out(_C.where(info.reshape(r.shape) != 0, inf, r), out)
+
+
+def _prod(xs):
+    r = 1
+    for x in xs:
+        r *= x
+    return r
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The tensor ``X`` with ``tensordot(A, X, ind)`` the identity: ``A.shape[:ind]`` and
+    ``A.shape[ind:]`` must hold the same number of elements."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if _prod(rows) != _prod(cols):
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+            f"prod(self.shape[:ind]), but got {_prod(cols)} != {_prod(rows)}"
+        )
+    return _out(inv(A.reshape(_prod(rows), _prod(cols))).reshape(cols + rows), out)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """The tensor ``X`` with ``tensordot(A, X, X.ndim) == B``; ``dims`` are moved to the end
+    of ``A`` first."""
+    if dims is not None:
+        nd = A.dim()
+        dims = [d % nd for d in dims]
+        keep = [d for d in range(nd) if d not in dims]
+        A = A.permute(*(keep + dims))
+    rhs = _prod(B.shape)
+    x_shape = tuple(A.shape[B.dim():])
+    if _prod(A.shape[:B.dim()]) != rhs or _prod(x_shape) != rhs:
+        raise RuntimeError(
+            "Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+            f"prod(self.shape[:other.ndim]), but got {_prod(x_shape)} != "
+            f"{_prod(A.shape[:B.dim()])}"
+        )
+    x = solve(A.reshape(rhs, rhs), B.reshape(rhs))
+    return _out(x.reshape(x_shape), out)
+
+
+def vander(x, *, N=None):
+    """Vandermonde matrix with increasing powers: ``[x^0, x^1, ..., x^(N-1)]`` along a new
+    last dim (``N`` defaults to ``x.shape[-1]``)."""
+    if x.dim() < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    if N is None:
+        N = x.shape[-1]
+    if N <= 1:
+        raise RuntimeError(f"N must be greater than 1. Got N={N}")
+    cols = [_C.ones_like(x)]
+    for _ in range(1, N):
+        cols.append(cols[-1] * x)
+    return _C.stack(cols, -1)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """``A.diagonal(offset, dim1, dim2)``, with ``torch.linalg``'s matrix defaults."""
+    return A.diagonal(offset, dim1, dim2)
 
 
 # ------------------------------------------------------------------------ norms
@@ -414,4 +769,10 @@ Tensor.norm = lambda self, p="fro", dim=None, keepdim=False, dtype=None: _torch_
 )
 Tensor.svd = lambda self, some=True, compute_uv=True: _torch_svd(self, some, compute_uv)
 Tensor.qr = lambda self, some=True: _torch_qr(self, some)
-
+Tensor.lu = lambda self, pivot=True, get_infos=False: _torch_lu(self, pivot, get_infos)
+Tensor.lu_solve = lambda self, LU_data, LU_pivots: _torch_lu_solve(self, LU_data, LU_pivots)
+Tensor.matrix_exp = lambda self: matrix_exp(self)
+Tensor.triangular_solve = (
+    lambda self, A, upper=True, transpose=False, unitriangular=False:
+    _torch_triangular_solve(self, A, upper, transpose, unitriangular)
+)

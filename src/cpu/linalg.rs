@@ -499,6 +499,125 @@ pub fn lstsq<T: LinalgElement>(
     Ok((x, rank, d.s))
 }
 
+/// Solve `A X = B` for a triangular `A` (`n x n`; only its `upper` or lower triangle is read,
+/// and `unit` takes its diagonal as ones) and `B` (`n x k`), by substitution on whole rows of
+/// `B`. As in LAPACK's `trsm`, a zero diagonal gives inf/NaN rather than an error.
+pub fn solve_triangular<T: LinalgElement>(
+    a: &[T],
+    n: usize,
+    b: &[T],
+    k: usize,
+    upper: bool,
+    unit: bool,
+) -> Vec<T> {
+    let mut x = b.to_vec();
+    if k == 0 {
+        return x;
+    }
+    let zero = <T as Element>::zero();
+    for step in 0..n {
+        let i = if upper { n - 1 - step } else { step };
+        // Rows already solved sit after row i (upper) or before it (lower).
+        let (solved, row_i) = if upper {
+            let (head, tail) = x.split_at_mut((i + 1) * k);
+            (tail as &[T], &mut head[i * k..])
+        } else {
+            let (head, tail) = x.split_at_mut(i * k);
+            (head as &[T], &mut tail[..k])
+        };
+        let first = if upper { i + 1 } else { 0 };
+        for (r, xj) in solved.chunks_exact(k).enumerate() {
+            let aij = a[i * n + first + r];
+            if aij != zero {
+                for (v, &w) in row_i.iter_mut().zip(xj) {
+                    *v -= aij * w;
+                }
+            }
+        }
+        if !unit {
+            let d = a[i * n + i];
+            for v in row_i.iter_mut() {
+                *v /= d;
+            }
+        }
+    }
+    x
+}
+
+/// The result of [`lu_factor`].
+pub struct LuFactors<T> {
+    /// `L` below the diagonal (unit diagonal implied) and `U` on and above it, `m x n`.
+    pub lu: Vec<T>,
+    /// LAPACK's 1-based row interchanges: row `i` was swapped with row `pivots[i]`.
+    pub pivots: Vec<i32>,
+    /// 0, or the 1-based position of the first exactly-zero pivot (`U` is singular).
+    pub info: i32,
+}
+
+/// LU factorisation with partial pivoting of the `m x n` matrix `a` (LAPACK's `getrf`
+/// conventions: `P^T A = L U`, the factorisation runs to the end even when `U` is singular).
+/// The rank-1 updates of large trailing blocks run in parallel across rows.
+pub fn lu_factor<T: LinalgElement>(a: &[T], m: usize, n: usize) -> LuFactors<T> {
+    use rayon::prelude::*;
+    let mut lu = a.to_vec();
+    let k = m.min(n);
+    let zero = <T as Element>::zero();
+    let mut pivots = Vec::with_capacity(k);
+    let mut info = 0i32;
+    for j in 0..k {
+        let mut p = j;
+        let mut best = lu[j * n + j].abs();
+        for i in j + 1..m {
+            let v = lu[i * n + j].abs();
+            if v > best {
+                best = v;
+                p = i;
+            }
+        }
+        pivots.push((p + 1) as i32);
+        if p != j {
+            for c in 0..n {
+                lu.swap(j * n + c, p * n + c);
+            }
+        }
+        let d = lu[j * n + j];
+        if d == zero {
+            // The column below is all zeros too: nothing to eliminate.
+            if info == 0 {
+                info = (j + 1) as i32;
+            }
+            continue;
+        }
+        let (head, tail) = lu.split_at_mut((j + 1) * n);
+        let pivot_row = &head[j * n + j + 1..(j + 1) * n];
+        let eliminate = |row: &mut [T]| {
+            let l = row[j] / d;
+            row[j] = l;
+            if l != zero {
+                for (v, &u) in row[j + 1..].iter_mut().zip(pivot_row) {
+                    *v -= l * u;
+                }
+            }
+        };
+        if (m - j - 1) * (n - j) >= 1 << 16 {
+            tail.par_chunks_mut(n).for_each(eliminate);
+        } else {
+            tail.chunks_mut(n).for_each(eliminate);
+        }
+    }
+    LuFactors { lu, pivots, info }
+}
+
+/// The row permutation encoded by LAPACK-style `pivots` on `m` rows: `perm[i]` is the row of
+/// `A` that ends up in row `i` of `P^T A`.
+pub fn pivots_to_permutation(pivots: &[i32], m: usize) -> Vec<usize> {
+    let mut perm: Vec<usize> = (0..m).collect();
+    for (i, &p) in pivots.iter().enumerate() {
+        perm.swap(i, (p - 1) as usize);
+    }
+    perm
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,5 +674,40 @@ mod tests {
         let eye = matmul(&ut, &d.u, 3, 3, 3);
         assert!(close(&eye, &identity::<f64>(3)));
         assert!(d.s[0] >= d.s[1]);
+    }
+    #[test]
+    fn lu_reconstructs_with_pivoting() {
+        let a = [0.0, 2.0, 1.0, 4.0, 1.0, 3.0, 2.0, 5.0, 7.0];
+        let f = lu_factor(&a, 3, 3);
+        assert_eq!(f.info, 0);
+        let perm = pivots_to_permutation(&f.pivots, 3);
+        let (mut l, mut u) = (vec![0.0; 9], vec![0.0; 9]);
+        for i in 0..3 {
+            for j in 0..3 {
+                if j < i {
+                    l[i * 3 + j] = f.lu[i * 3 + j];
+                } else {
+                    u[i * 3 + j] = f.lu[i * 3 + j];
+                }
+            }
+            l[i * 3 + i] = 1.0;
+        }
+        let lu = matmul(&l, &u, 3, 3, 3);
+        let pa: Vec<f64> = perm.iter().flat_map(|&r| a[r * 3..r * 3 + 3].to_vec()).collect();
+        assert!(close(&lu, &pa));
+        let singular = lu_factor(&[1.0, 2.0, 2.0, 4.0], 2, 2);
+        assert_eq!(singular.info, 2);
+    }
+
+    #[test]
+    fn triangular_solves_both_triangles() {
+        let l = [2.0, 0.0, 1.0, 4.0];
+        let x = solve_triangular(&l, 2, &[2.0, 9.0], 1, false, false);
+        assert!(close(&x, &[1.0, 2.0]));
+        let u = [2.0, 1.0, 9.0, 4.0]; // the 9 below the diagonal is never read
+        let x = solve_triangular(&u, 2, &[4.0, 8.0], 1, true, false);
+        assert!(close(&x, &[1.0, 2.0]));
+        let x = solve_triangular(&u, 2, &[4.0, 8.0], 1, true, true);
+        assert!(close(&x, &[-4.0, 8.0]));
     }
 }

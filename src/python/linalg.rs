@@ -2,7 +2,7 @@
 //! module-level functions are private (`_C._linalg_*`); `python/ferrotorch/linalg.py` gives them
 //! PyTorch's signatures and named-tuple results.
 
-use super::convert::extract_scalar;
+use super::convert::{extract_dtype, extract_scalar};
 use super::run;
 use super::tensor::{tensor_from_data, PyTensor};
 use crate::tensor::MatrixNormOrd;
@@ -401,6 +401,49 @@ fn _linalg_cross(
     Ok(run(py, work(&[a, b]), || a.linalg_cross(b, dim))?.into())
 }
 
+#[pyfunction]
+fn _linalg_solve_triangular(
+    py: Python<'_>,
+    a: PyRef<'_, PyTensor>,
+    b: PyRef<'_, PyTensor>,
+    upper: bool,
+    left: bool,
+    unitriangular: bool,
+) -> PyResult<PyTensor> {
+    let (a, b) = (&a.inner, &b.inner);
+    Ok(run(py, work(&[a, b]), || {
+        a.linalg_solve_triangular(b, upper, left, unitriangular)
+    })?
+    .into())
+}
+
+#[pyfunction]
+fn _linalg_lu_factor(
+    py: Python<'_>,
+    a: PyRef<'_, PyTensor>,
+) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+    let a = &a.inner;
+    let (lu, piv, info) = run(py, a.numel(), || a.linalg_lu_factor())?;
+    Ok((lu.into(), piv.into(), info.into()))
+}
+
+#[pyfunction]
+fn _linalg_lu(py: Python<'_>, a: PyRef<'_, PyTensor>) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+    let a = &a.inner;
+    let (p, l, u) = run(py, a.numel(), || a.linalg_lu())?;
+    Ok((p.into(), l.into(), u.into()))
+}
+
+#[pyfunction]
+fn _lu_pivots_to_permutation(
+    pivots: PyRef<'_, PyTensor>,
+    m: usize,
+    dtype: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let dt = extract_dtype(dtype)?;
+    Ok(Tensor::lu_pivots_to_permutation(&pivots.inner, m, dt)?.into())
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_einsum, m)?)?;
     m.add_function(wrap_pyfunction!(_tensordot, m)?)?;
@@ -420,5 +463,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_linalg_pinv, m)?)?;
     m.add_function(wrap_pyfunction!(_linalg_multi_dot, m)?)?;
     m.add_function(wrap_pyfunction!(_linalg_cross, m)?)?;
+    m.add_function(wrap_pyfunction!(_linalg_solve_triangular, m)?)?;
+    m.add_function(wrap_pyfunction!(_linalg_lu_factor, m)?)?;
+    m.add_function(wrap_pyfunction!(_linalg_lu, m)?)?;
+    m.add_function(wrap_pyfunction!(_lu_pivots_to_permutation, m)?)?;
     Ok(())
 }

@@ -1622,6 +1622,145 @@ impl Tensor {
         })
     }
 
+    /// `linalg.solve_triangular(A, B, upper, left, unitriangular)`: `A X = B` (or `X A = B`
+    /// when `!left`) for triangular `A`, batch dims broadcast. Only `A`'s triangle is read.
+    pub(crate) fn linalg_solve_triangular_raw(
+        &self,
+        b: &Tensor,
+        upper: bool,
+        left: bool,
+        unitriangular: bool,
+    ) -> Result<Tensor> {
+        cuda_via_host!("linalg.solve_triangular", [self, b], |a, b| a
+            .linalg_solve_triangular_raw(&b, upper, left, unitriangular));
+        let op = "linalg.solve_triangular";
+        for (t, name) in [(self, "A"), (b, "B")] {
+            if t.ndim() < 2 {
+                return Err(rt(format!(
+                    "{op}: The input tensor {name} must have at least 2 dimensions."
+                )));
+            }
+        }
+        let dt = linalg_dtype(self, op)?;
+        let n = check_square(self, op)?;
+        if b.dtype() != dt {
+            return Err(rt(format!(
+                "{op}: Expected A and B to have the same dtype, but found A of type {} and B of type {} instead",
+                dt.torch_name(),
+                b.dtype().torch_name()
+            )));
+        }
+        let (br, bc) = (b.shape()[b.ndim() - 2], b.shape()[b.ndim() - 1]);
+        if (left && br != n) || (!left && bc != n) {
+            return Err(rt(format!(
+                "{op}: Incompatible shapes of A and B for the equation {} ({n}x{n} and {br}x{bc})",
+                if left { "AX = B" } else { "XA = B" }
+            )));
+        }
+        if !left {
+            // X A = B  <=>  A^T X^T = B^T, and A^T keeps the other triangle.
+            return Ok(self
+                .swap_last2()?
+                .linalg_solve_triangular_raw(&b.swap_last2()?, !upper, true, unitriangular)?
+                .swap_last2()?
+                .contiguous());
+        }
+        let k = bc;
+        let bs = broadcast_shapes(op, &batch_shape(self), &batch_shape(b))?.to_vec();
+        let nb: usize = bs.iter().product();
+        let a = self.broadcast_to(&with_shape(bs.clone(), &[n, n]))?;
+        let bm = b.broadcast_to(&with_shape(bs.clone(), &[n, k]))?;
+        with_linalg_dtype!(dt, T, {
+            let ad = data::<T>(&a)?;
+            let bd = data::<T>(&bm)?;
+            let solve = |i: usize| {
+                kern::solve_triangular(
+                    &ad[i * n * n..(i + 1) * n * n],
+                    n,
+                    &bd[i * n * k..(i + 1) * n * k],
+                    k,
+                    upper,
+                    unitriangular,
+                )
+            };
+            let r: Vec<Vec<T>> = if nb > 1 {
+                (0..nb).into_par_iter().map(solve).collect()
+            } else {
+                (0..nb).map(solve).collect()
+            };
+            Tensor::from_vec(flatten(r), &with_shape(bs, &[n, k]))
+        })
+    }
+
+    /// `linalg.lu_factor_ex(A)`: the packed `LU` (`..., m, n`), LAPACK's 1-based `pivots`
+    /// (`..., min(m, n)`, int32) and `info` (batch shape, int32: 0, or the first zero pivot).
+    pub(crate) fn linalg_lu_factor_raw(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        cuda_via_host!("linalg.lu_factor", [self], |a| a.linalg_lu_factor_raw());
+        let op = "linalg.lu_factor";
+        let dt = linalg_dtype(self, op)?;
+        let (m, n) = check_matrix(self, op)?;
+        let bs = batch_shape(self);
+        let nb: usize = bs.iter().product();
+        with_linalg_dtype!(dt, T, {
+            let d = data::<T>(self)?;
+            let r = par_batches(&d, m * n, nb, |a| Ok(kern::lu_factor(a, m, n)))
+                .map_err(|e| decomp_error(op, false, e))?;
+            let (mut lu, mut piv, mut info) = (Vec::new(), Vec::new(), Vec::new());
+            for f in r {
+                lu.extend(f.lu);
+                piv.extend(f.pivots);
+                info.push(f.info);
+            }
+            Ok((
+                Tensor::from_vec(lu, &with_shape(bs.clone(), &[m, n]))?,
+                Tensor::from_vec(piv, &with_shape(bs.clone(), &[m.min(n)]))?,
+                Tensor::from_vec(info, &bs)?,
+            ))
+        })
+    }
+
+    /// The permutation matrices `P` (`..., m, m`, dtype `dt`, on the pivots' device) for which
+    /// `A = P L U`, from LAPACK-style 1-based `pivots` (`..., k`).
+    pub fn lu_pivots_to_permutation(pivots: &Tensor, m: usize, dt: DType) -> Result<Tensor> {
+        let op = "lu_unpack";
+        if pivots.dtype().is_floating_point() || pivots.dtype() == DType::Bool {
+            return Err(Error::Type(format!(
+                "{op}: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype. Got {}",
+                pivots.dtype().torch_name()
+            )));
+        }
+        if pivots.ndim() == 0 {
+            return Err(rt(format!("{op}: LU_pivots must have at least one dimension")));
+        }
+        let k = pivots.shape()[pivots.ndim() - 1];
+        if k > m {
+            return Err(rt(format!(
+                "{op}: {k} pivots cannot describe a permutation of {m} rows"
+            )));
+        }
+        let bs = pivots.shape()[..pivots.ndim() - 1].to_vec();
+        let host = crate::no_grad(|| pivots.to_device(crate::Device::Cpu))?;
+        let p = host.to_dtype(DType::I64).to_vec::<i64>()?;
+        let nb: usize = bs.iter().product();
+        let mut out = vec![0.0f64; nb * m * m];
+        for b in 0..nb {
+            let piv = &p[b * k..(b + 1) * k];
+            let mat = &mut out[b * m * m..(b + 1) * m * m];
+            if let Some(bad) = piv.iter().find(|&&v| v < 1 || v as usize > m) {
+                return Err(rt(format!(
+                    "{op}: pivots must be between 1 and {m}, but got {bad}"
+                )));
+            }
+            let piv32: Vec<i32> = piv.iter().map(|&v| v as i32).collect();
+            for (i, r) in kern::pivots_to_permutation(&piv32, m).into_iter().enumerate() {
+                mat[r * m + i] = 1.0;
+            }
+        }
+        Tensor::from_vec(out, &with_shape(bs, &[m, m]))?
+            .to_dtype(dt)
+            .to_device(pivots.device())
+    }
+
     /// `linalg.qr(A, mode)` with mode "reduced", "complete" or "r" (Q empty).
     pub(crate) fn linalg_qr_raw(&self, mode: &str) -> Result<(Tensor, Tensor)> {
         cuda_via_host!("linalg.qr", [self], |a| a.linalg_qr_raw(mode));

@@ -372,6 +372,121 @@ impl Tensor {
         Ok(out)
     }
 
+    /// `linalg.solve_triangular(A, B, upper, left, unitriangular)`.
+    pub fn linalg_solve_triangular(
+        &self,
+        b: &Tensor,
+        upper: bool,
+        left: bool,
+        unitriangular: bool,
+    ) -> Result<Tensor> {
+        let out =
+            no_grad(|| self.linalg_solve_triangular_raw(b, upper, left, unitriangular))?;
+        if needs_grad(&[self, b]) {
+            const NAME: &str = "LinalgSolveTriangularBackward0";
+            let (need_a, need_b) = (self.requires_grad(), b.requires_grad());
+            let (sa, sb) = (self.shape().to_vec(), b.shape().to_vec());
+            let saved_a = SavedTensor::new(self, NAME);
+            let saved_b = SavedTensor::new(b, NAME);
+            let od = SavedTensor::new(&out.detach(), NAME);
+            record(
+                NAME,
+                &[self, b],
+                &[&out],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(2);
+                    };
+                    let a = saved_a.get()?;
+                    // gB = A^{-T} g (left) or g A^{-T} (right); A^T keeps the other triangle.
+                    let gb = a
+                        .mt()?
+                        .linalg_solve_triangular(g, !upper, left, unitriangular)?;
+                    let ga = if need_a {
+                        let x = if crate::is_grad_enabled() {
+                            a.linalg_solve_triangular(saved_b.get()?, upper, left, unitriangular)?
+                        } else {
+                            od.get()?.clone()
+                        };
+                        let full = if left {
+                            gb.matmul(&x.mt()?)?
+                        } else {
+                            x.mt()?.matmul(&gb)?
+                        };
+                        // Only the triangle that was read (less a unit diagonal) gets gradient.
+                        let skip = i64::from(unitriangular);
+                        let tri = if upper {
+                            full.triu(skip)?
+                        } else {
+                            full.tril(-skip)?
+                        };
+                        Some(neg(&tri)?.sum_to_shape(&sa)?)
+                    } else {
+                        None
+                    };
+                    let gbo = if need_b {
+                        Some(gb.sum_to_shape(&sb)?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gbo])
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `linalg.lu(A)`: `(P, L, U)` with `A = P L U` (partial pivoting); `L` and `U` are
+    /// differentiable.
+    pub fn linalg_lu(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let (p, l, u) = no_grad(|| {
+            let (lu, piv, _) = self.linalg_lu_factor_raw()?;
+            unpack_lu(&lu, &piv)
+        })?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgLuBackward0");
+            record(
+                "LinalgLuBackward0",
+                &[self],
+                &[&l, &u],
+                Box::new(move |grads| {
+                    let (gl, gu) = (grads[0].clone(), grads.get(1).cloned().flatten());
+                    if gl.is_none() && gu.is_none() {
+                        return grads_or_none(1);
+                    }
+                    let (p, l, u) = saved.get()?.linalg_lu()?;
+                    Ok(vec![Some(lu_backward(&p, &l, &u, gl, gu)?)])
+                }),
+            );
+        }
+        Ok((p, l, u))
+    }
+
+    /// `linalg.lu_factor_ex(A)`: `(LU, pivots, info)`, with `LU` differentiable.
+    pub fn linalg_lu_factor(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let (lu, piv, info) = no_grad(|| self.linalg_lu_factor_raw())?;
+        if needs_grad(&[self]) {
+            let saved = SavedTensor::new(self, "LinalgLuFactorExBackward0");
+            record(
+                "LinalgLuFactorExBackward0",
+                &[self],
+                &[&lu],
+                Box::new(move |grads| {
+                    let Some(g) = &grads[0] else {
+                        return grads_or_none(1);
+                    };
+                    let (p, l, u) = saved.get()?.linalg_lu()?;
+                    let k = l.shape()[l.ndim() - 1] as i64;
+                    // LU packs L strictly below the diagonal and U on and above it.
+                    let gl = g.tril(-1)?.narrow(-1, 0, k)?;
+                    let gu = g.triu(0)?.narrow(-2, 0, k)?;
+                    Ok(vec![Some(lu_backward(&p, &l, &u, Some(gl), Some(gu))?)])
+                }),
+            );
+        }
+        Ok((lu, piv, info))
+    }
+
     /// `linalg.cholesky(A, upper)`.
     pub fn linalg_cholesky(&self, upper: bool) -> Result<Tensor> {
         let out = no_grad(|| self.linalg_cholesky_raw(upper))?;
@@ -684,4 +799,69 @@ impl Tensor {
         }
         Ok(r)
     }
+}
+
+/// `(P, L, U)` from a packed LU factorisation (`..., m, n`) and its pivots.
+pub(crate) fn unpack_lu(lu: &Tensor, pivots: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let (m, n) = (lu.shape()[lu.ndim() - 2], lu.shape()[lu.ndim() - 1]);
+    let k = m.min(n);
+    let dt = lu.dtype();
+    let unit = Tensor::eye(m as i64, Some(k as i64), dt)?.to_device(lu.device())?;
+    let l = add(&lu.narrow(-1, 0, k as i64)?.tril(-1)?, &unit)?;
+    let u = lu.narrow(-2, 0, k as i64)?.triu(0)?;
+    let p = Tensor::lu_pivots_to_permutation(pivots, m, dt)?;
+    Ok((p, l, u))
+}
+
+/// The gradient of `A = P L U` from those of `L` and `U` (either may be absent). Square case:
+/// `gA = P L^{-T} [tril_{-1}(L^T gL) + triu(gU U^T)] U^{-T}`. A wide `A = P L [U1 U2]` folds
+/// `U2 = L^{-1} P^T A2` into the square problem (`gA2 = P L^{-T} gU2`, `gL -= L^{-T} gU2 U2^T`),
+/// and a tall `A` folds `L2 = P^T A2 U^{-1}` the same way.
+fn lu_backward(
+    p: &Tensor,
+    l: &Tensor,
+    u: &Tensor,
+    gl: Option<Tensor>,
+    gu: Option<Tensor>,
+) -> Result<Tensor> {
+    let (m, n) = (l.shape()[l.ndim() - 2], u.shape()[u.ndim() - 1]);
+    let k = m.min(n) as i64;
+    let zeros = |t: &Tensor| Tensor::zeros(t.shape(), t.dtype()).to_device(t.device());
+    let gl = match gl {
+        Some(g) => g,
+        None => zeros(l)?,
+    };
+    let gu = match gu {
+        Some(g) => g,
+        None => zeros(u)?,
+    };
+    // X U^T = rhs (U^T is lower) and L^T Y = rhs (L^T is unit upper).
+    let right_ut = |rhs: &Tensor, u: &Tensor| u.mt()?.linalg_solve_triangular(rhs, false, false, false);
+    let left_lt = |l: &Tensor, rhs: &Tensor| l.mt()?.linalg_solve_triangular(rhs, true, true, true);
+    let gb = if m == n {
+        let phi = add(
+            &l.mt()?.matmul(&gl)?.tril(-1)?,
+            &gu.matmul(&u.mt()?)?.triu(0)?,
+        )?;
+        left_lt(l, &right_ut(&phi, u)?)?
+    } else if m < n {
+        let (u1, u2) = (u.narrow(-1, 0, k)?, u.narrow(-1, k, n as i64 - k)?);
+        let (gu1, gu2) = (gu.narrow(-1, 0, k)?, gu.narrow(-1, k, n as i64 - k)?);
+        let phi = add(
+            &sub(&l.mt()?.matmul(&gl)?, &gu2.matmul(&u2.mt()?)?)?.tril(-1)?,
+            &gu1.matmul(&u1.mt()?)?.triu(0)?,
+        )?;
+        let rhs = super::join::cat(&[right_ut(&phi, &u1)?, gu2], -1)?;
+        left_lt(l, &rhs)?
+    } else {
+        let (l1, l2) = (l.narrow(-2, 0, k)?, l.narrow(-2, k, m as i64 - k)?);
+        let (gl1, gl2) = (gl.narrow(-2, 0, k)?, gl.narrow(-2, k, m as i64 - k)?);
+        let phi = add(
+            &l1.mt()?.matmul(&gl1)?.tril(-1)?,
+            &sub(&gu.matmul(&u.mt()?)?, &l2.mt()?.matmul(&gl2)?)?.triu(0)?,
+        )?;
+        let lhs = super::join::cat(&[left_lt(&l1, &phi)?, gl2], -2)?;
+        right_ut(&lhs, u)?
+    };
+    p.matmul(&gb)
 }
