@@ -37,6 +37,11 @@ from ferrotorch import utils  # torch.utils.dlpack
 from ferrotorch import linalg
 from ferrotorch.linalg import _chain_matmul as chain_matmul
 from ferrotorch.linalg import _cholesky_inverse as cholesky_inverse
+from ferrotorch.linalg import _lu_unpack as lu_unpack
+from ferrotorch.linalg import _torch_lu as lu
+from ferrotorch.linalg import _torch_lu_solve as lu_solve
+from ferrotorch.linalg import _torch_triangular_solve as triangular_solve
+from ferrotorch.linalg import matrix_exp
 from ferrotorch.linalg import _einsum as einsum
 from ferrotorch.linalg import _tensordot as tensordot
 from ferrotorch.linalg import _torch_norm as norm
@@ -60,3 +65,4 @@ from ferrotorch import nn, optim
 from ferrotorch.serialization import load, save
 from ferrotorch.nn.functional import pixel_shuffle, pixel_unshuffle  # torch.pixel_shuffle
 from ferrotorch.nn.functional import conv3d, max_pool3d  # torch.conv3d, torch.max_pool3d
+from ferrotorch import distributions, testing  # noqa: E402 (needs nn)

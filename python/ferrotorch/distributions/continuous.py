@@ -1,0 +1,366 @@
+"""Univariate continuous distributions with reparameterised sampling: Normal, LogNormal,
+Uniform, Exponential, Laplace, Cauchy, Gumbel."""
+
+import math
+
+from ferrotorch import _C
+from ferrotorch._size import Size
+from ferrotorch.distributions import constraints
+from ferrotorch.distributions.distribution import (
+    _LOG_SQRT_2PI,
+    Distribution,
+    _standard_normal,
+    _uniform_open,
+    broadcast_all,
+)
+
+__all__ = ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Cauchy", "Gumbel"]
+
+_EULER_GAMMA = 0.57721566490153286060
+
+
+class _LocScale(Distribution):
+    """A family parameterised by broadcast ``loc`` and positive ``scale``."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(type(self), _instance)
+        batch_shape = Size(batch_shape)
+        new.loc = self.loc.expand(batch_shape)
+        new.scale = self.scale.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _check(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+
+    def _noise(self, sample_shape, kind):
+        shape = self._extended_shape(sample_shape)
+        if kind == "normal":
+            return _standard_normal(shape, self.loc.dtype, self.loc.device)
+        return _uniform_open(shape, self.loc.dtype, self.loc.device)
+
+
+class Normal(_LocScale):
+    """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def stddev(self):
+        return self.scale
+
+    @property
+    def variance(self):
+        return self.scale.pow(2)
+
+    def rsample(self, sample_shape=Size()):
+        return self.loc + self._noise(sample_shape, "normal") * self.scale
+
+    def log_prob(self, value):
+        self._check(value)
+        var = self.scale ** 2
+        return -((value - self.loc) ** 2) / (2 * var) - self.scale.log() - _LOG_SQRT_2PI
+
+    def cdf(self, value):
+        self._check(value)
+        return 0.5 * (1 + ((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)).erf())
+
+    def icdf(self, value):
+        return self.loc + self.scale * (2 * value - 1).erfinv() * math.sqrt(2)
+
+    def entropy(self):
+        return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+
+class LogNormal(_LocScale):
+    """``exp(X)`` for ``X ~ Normal(loc, scale)``."""
+
+    support = constraints.positive
+
+    @property
+    def base_dist(self):
+        return Normal(self.loc, self.scale, validate_args=False)
+
+    @property
+    def mean(self):
+        return (self.loc + self.scale.pow(2) / 2).exp()
+
+    @property
+    def mode(self):
+        return (self.loc - self.scale.pow(2)).exp()
+
+    @property
+    def variance(self):
+        s2 = self.scale.pow(2)
+        return s2.expm1() * (2 * self.loc + s2).exp()
+
+    def rsample(self, sample_shape=Size()):
+        return (self.loc + self._noise(sample_shape, "normal") * self.scale).exp()
+
+    def log_prob(self, value):
+        self._check(value)
+        log_v = value.log()
+        return self.base_dist.log_prob(log_v) - log_v
+
+    def cdf(self, value):
+        self._check(value)
+        return self.base_dist.cdf(value.log())
+
+    def icdf(self, value):
+        return self.base_dist.icdf(value).exp()
+
+    def entropy(self):
+        return self.base_dist.entropy() + self.loc
+
+
+class Laplace(_LocScale):
+    """Laplace distribution: density ``exp(-|x - loc| / scale) / (2 scale)``."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return 2 * self.scale.pow(2)
+
+    @property
+    def stddev(self):
+        return math.sqrt(2) * self.scale
+
+    def rsample(self, sample_shape=Size()):
+        u = self._noise(sample_shape, "uniform") * 2 - 1  # in (-1, 1)
+        return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
+
+    def log_prob(self, value):
+        self._check(value)
+        return -(2 * self.scale).log() - (value - self.loc).abs() / self.scale
+
+    def cdf(self, value):
+        self._check(value)
+        z = value - self.loc
+        return 0.5 - 0.5 * z.sign() * (-z.abs() / self.scale).expm1()
+
+    def icdf(self, value):
+        term = value - 0.5
+        return self.loc - self.scale * term.sign() * (-2 * term.abs()).log1p()
+
+    def entropy(self):
+        return 1 + (2 * self.scale).log()
+
+
+class Cauchy(_LocScale):
+    """Cauchy (Lorentz) distribution: median ``loc``, half width at half maximum ``scale``."""
+
+    @property
+    def mean(self):
+        return _C.full(self._extended_shape(), math.nan, dtype=self.loc.dtype,
+                       device=self.loc.device)
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return _C.full(self._extended_shape(), math.inf, dtype=self.loc.dtype,
+                       device=self.loc.device)
+
+    def rsample(self, sample_shape=Size()):
+        u = self._noise(sample_shape, "uniform")
+        return self.loc + self.scale * (math.pi * (u - 0.5)).tan()
+
+    def log_prob(self, value):
+        self._check(value)
+        z = (value - self.loc) / self.scale
+        return -math.log(math.pi) - self.scale.log() - (z ** 2).log1p()
+
+    def cdf(self, value):
+        self._check(value)
+        return ((value - self.loc) / self.scale).atan() / math.pi + 0.5
+
+    def icdf(self, value):
+        return (math.pi * (value - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
+
+
+class Gumbel(_LocScale):
+    """Gumbel (type-I extreme value) distribution."""
+
+    @property
+    def mean(self):
+        return self.loc + self.scale * _EULER_GAMMA
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return (math.pi ** 2 / 6) * self.scale.pow(2)
+
+    @property
+    def stddev(self):
+        return (math.pi / math.sqrt(6)) * self.scale
+
+    def rsample(self, sample_shape=Size()):
+        u = self._noise(sample_shape, "uniform")
+        return self.loc - self.scale * (-u.log()).log()
+
+    def log_prob(self, value):
+        self._check(value)
+        z = (value - self.loc) / self.scale
+        return -(z + (-z).exp()) - self.scale.log()
+
+    def cdf(self, value):
+        self._check(value)
+        return (-(-(value - self.loc) / self.scale).exp()).exp()
+
+    def icdf(self, value):
+        return self.loc - self.scale * (-value.log()).log()
+
+    def entropy(self):
+        return self.scale.log() + (1 + _EULER_GAMMA)
+
+
+class Uniform(Distribution):
+    """Uniform distribution on the half-open interval ``[low, high)``."""
+
+    arg_constraints = {"low": constraints.dependent, "high": constraints.dependent}
+    has_rsample = True
+
+    def __init__(self, low, high, validate_args=None):
+        self.low, self.high = broadcast_all(low, high)
+        super().__init__(self.low.shape, validate_args=validate_args)
+        if self._validate_args and not bool((self.low < self.high).all()):
+            raise ValueError("Uniform is not defined when low>= high")
+
+    @property
+    def support(self):
+        return constraints.interval(self.low, self.high)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Uniform, _instance)
+        batch_shape = Size(batch_shape)
+        new.low, new.high = self.low.expand(batch_shape), self.high.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        return _C.full(self._extended_shape(), math.nan, dtype=self.low.dtype,
+                       device=self.low.device)
+
+    @property
+    def stddev(self):
+        return (self.high - self.low) / 12 ** 0.5
+
+    @property
+    def variance(self):
+        return (self.high - self.low).pow(2) / 12
+
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        u = _C.rand(tuple(shape), dtype=self.low.dtype, device=self.low.device)
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        lb = (self.low <= value).to(self.low.dtype)
+        ub = (self.high > value).to(self.low.dtype)
+        return (lb * ub).log() - (self.high - self.low).log()
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return ((value - self.low) / (self.high - self.low)).clamp(0, 1)
+
+    def icdf(self, value):
+        return value * (self.high - self.low) + self.low
+
+    def entropy(self):
+        return (self.high - self.low).log()
+
+
+class Exponential(Distribution):
+    """Exponential distribution with ``rate`` (inverse scale)."""
+
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(self.rate.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Exponential, _instance)
+        batch_shape = Size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self):
+        return _C.zeros_like(self.rate)
+
+    @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self):
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape=Size()):
+        u = _uniform_open(self._extended_shape(sample_shape), self.rate.dtype, self.rate.device)
+        return -(-u).log1p() / self.rate
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - (-self.rate * value).exp()
+
+    def icdf(self, value):
+        return -(-value).log1p() / self.rate
+
+    def entropy(self):
+        return 1.0 - self.rate.log()

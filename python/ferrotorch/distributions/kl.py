@@ -1,0 +1,148 @@
+"""``kl_divergence(p, q)`` with a registry of closed forms (``register_kl``), as
+``torch.distributions.kl``."""
+
+import math
+
+from ferrotorch import _C
+from ferrotorch.distributions.continuous import Exponential, Gumbel, Laplace, Normal, Uniform
+from ferrotorch.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from ferrotorch.distributions.multivariate import (
+    Independent,
+    MultivariateNormal,
+    _batch_mahalanobis,
+)
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL_REGISTRY = {}
+
+
+def register_kl(type_p, type_q):
+    """Decorator registering ``fn(p, q)`` as the KL divergence of ``type_p`` from
+    ``type_q`` (the most specific registered pair wins for subclasses)."""
+
+    def decorator(fn):
+        _KL_REGISTRY[type_p, type_q] = fn
+        return fn
+
+    return decorator
+
+
+def _dispatch(type_p, type_q):
+    matches = [(super_p, super_q) for super_p, super_q in _KL_REGISTRY
+               if issubclass(type_p, super_p) and issubclass(type_q, super_q)]
+    if not matches:
+        return None
+    # The pair closest to (type_p, type_q) in both method resolution orders.
+    def distance(pair):
+        return (type_p.__mro__.index(pair[0]), type_q.__mro__.index(pair[1]))
+
+    return _KL_REGISTRY[min(matches, key=distance)]
+
+
+def kl_divergence(p, q):
+    """``KL(p || q) = E_p[log p(x) - log q(x)]``, batched."""
+    fn = _dispatch(type(p), type(q))
+    if fn is None:
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type {type(p).__name__} and q type "
+            f"{type(q).__name__}"
+        )
+    return fn(p, q)
+
+
+def _inf_like(t):
+    return _C.full(tuple(t.shape), math.inf, dtype=t.dtype, device=t.device)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    from ferrotorch.nn import functional as F
+
+    t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
+    t1 = _C.where(q.probs == 0, _inf_like(t1), t1)
+    t1 = _C.where(p.probs == 0, _C.zeros_like(t1), t1)
+    t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
+    t2 = _C.where(q.probs == 1, _inf_like(t2), t2)
+    t2 = _C.where(p.probs == 1, _C.zeros_like(t2), t2)
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    t = p.probs * (p.logits - q.logits)
+    t = _C.where(q.probs == 0, _inf_like(t), t)
+    t = _C.where(p.probs == 0, _C.zeros_like(t), t)
+    return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehot_onehot(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    outside = (q.low > p.low) | (q.high < p.high)
+    return _C.where(outside, _inf_like(result), result)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return rate_ratio - 1 - rate_ratio.log()
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    t1 = -scale_ratio.log()
+    t2 = loc_abs_diff / q.scale
+    t3 = scale_ratio * (-loc_abs_diff / p.scale).exp()
+    return t1 + t2 + t3 - 1
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1 = p.scale / q.scale
+    ct2 = q.loc / q.scale
+    ct3 = p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t2 = ct1 * 0.57721566490153286060
+    t3 = (ct2 + (1 + ct1).lgamma() - ct3).exp()
+    return t1 + t2 + t3 - (1 + 0.57721566490153286060)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different "
+                         "event shapes cannot be computed")
+    Lp, Lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = Lq.diagonal(0, -2, -1).log().sum(-1) - Lp.diagonal(0, -2, -1).log().sum(-1)
+    n = p.event_shape[0]
+    lead = _C.broadcast_shapes(tuple(Lq.shape[:-2]), tuple(Lp.shape[:-2]))
+    from ferrotorch import linalg
+
+    term2 = linalg.solve_triangular(Lq.expand(tuple(lead) + (n, n)),
+                                    Lp.expand(tuple(lead) + (n, n)), upper=False)
+    term2 = term2.pow(2).reshape(*term2.shape[:-2], -1).sum(-1)
+    term3 = _batch_mahalanobis(Lq, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    result = kl_divergence(p.base_dist, q.base_dist)
+    return p._sum_rightmost(result)
