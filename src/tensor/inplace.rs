@@ -100,8 +100,9 @@ impl Tensor {
             offset: self.storage_offset() - base.storage_offset(),
         };
         let base_shape = base.shape().to_vec();
+        let rel_for_view = rel.clone();
+        let base_shape_for_view = base.shape().to_vec();
         let view_of = move |t: &Tensor| -> Tensor { t.contiguous().with_layout(rel.clone()) };
-        let view_of2 = view_of.clone();
         let value_shape = self.shape().to_vec();
         let node_name = "CopySlices";
         // Inputs: the base's old history and the written value.
@@ -137,11 +138,22 @@ impl Tensor {
             bm.grad_fn = base_out.grad_fn();
             bm.output_nr = 0;
         }
-        // The view now derives from the new base history.
-        let v = view_of2(base);
-        let mut m = self.meta();
-        m.grad_fn = v.grad_fn();
-        m.output_nr = v.output_nr();
+        // The view now derives from the new base history: its gradient is scattered into
+        // the base's shape at the view's place (PyTorch's AsStridedBackward0).
+        let place = rel_for_view;
+        record(
+            "AsStridedBackward0",
+            &[base],
+            &[self],
+            Box::new(move |grads| {
+                let Some(g) = &grads[0] else {
+                    return Ok(vec![None]);
+                };
+                let gb = Tensor::zeros(&base_shape_for_view, g.dtype()).to_device(g.device())?;
+                crate::no_grad(|| gb.with_layout(place.clone()).copy_raw(g))?;
+                Ok(vec![Some(gb)])
+            }),
+        );
         Ok(())
     }
 
@@ -154,10 +166,29 @@ impl Tensor {
         }
         let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
         let dt = self.dtype();
-        self.inplace(&[src], "copy", |_me| {
+        self.inplace(&[src], "copy", |me| {
             let v = src.cast(dt)?.expand(&shape)?;
             // A fresh tensor so the result does not alias `src`.
-            Ok(v.contiguous_recorded())
+            let v = v.contiguous_recorded();
+            if !(crate::is_grad_enabled() && me.requires_grad()) {
+                return Ok(v);
+            }
+            // Overwriting a tensor with history keeps it in the graph (PyTorch's
+            // CopyBackwards): zero gradient to the old values, the rest to `src`.
+            let out = v.detach();
+            record(
+                "CopyBackwards",
+                &[me, &v],
+                &[&out],
+                Box::new(|grads| {
+                    let Some(g) = &grads[0] else {
+                        return Ok(vec![None, None]);
+                    };
+                    let zero = Tensor::zeros(g.shape(), g.dtype()).to_device(g.device())?;
+                    Ok(vec![Some(zero), Some(g.clone())])
+                }),
+            );
+            Ok(out)
         })
     }
 

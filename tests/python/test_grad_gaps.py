@@ -501,3 +501,48 @@ def test_matrix_power_one_records_clone(rng):
     assert gradcheck(lambda t: ft.linalg.matrix_power(t, 1), (a,))
     assert gradcheck(lambda t: t.matrix_power(3), (a,))
     assert gradcheck(lambda t: t.matrix_power(-2), (leaf(_spd(rng, 3)),))
+
+
+def test_view_keeps_history_after_inplace_on_it():
+    # PyTorch: after an in-place op on a view of a non-leaf, the view still requires grad
+    # (AsStridedBackward0 from the base's CopySlices), so it can be used afterwards.
+    a = ft.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    b = a * 2
+    v = b[1]
+    v.mul_(3)
+    assert v.requires_grad and v.grad_fn is not None
+    assert b.grad_fn.name() == "CopySlices"
+    (v.sum() + b.sum()).backward()
+    expected = np.full((3, 4), 2.0)
+    expected[1] = 2.0 * 3 * 2  # d(v.sum())/da + d(b.sum())/da on row 1: 6 + 6
+    np.testing.assert_allclose(a.grad.numpy(), expected)
+    a.grad = None
+    c = a.exp()
+    w = c[:, 1:3]
+    w.add_(1.0)
+    (w * w).sum().backward()
+    ref = np.zeros((3, 4))
+    e = np.exp(np.arange(12.0).reshape(3, 4))
+    ref[:, 1:3] = 2 * (e[:, 1:3] + 1) * e[:, 1:3]
+    np.testing.assert_allclose(a.grad.numpy(), ref, rtol=1e-12)
+
+
+def test_index_select_with_empty_row_view_index():
+    idx = ft.zeros(2, 0, dtype=ft.int64)[1]  # an empty view whose offset is past its storage
+    x = ft.randn(3, 4)
+    assert x.index_select(0, idx).shape == (0, 4)
+    assert idx.tolist() == []
+
+
+def test_copy_of_constant_into_tensor_with_history_keeps_it_in_graph():
+    a = ft.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 2
+    b.copy_(ft.zeros(3, dtype=ft.float64))
+    assert b.requires_grad and b.grad_fn.name() == "CopyBackwards"
+    (b + a).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [1.0, 1.0, 1.0])  # nothing through b
+    s = ft.tensor([5.0], requires_grad=True)
+    c = a * 1
+    c.copy_(s.float().double())  # broadcast source: its gradient is summed back
+    (c * ft.tensor([1.0, 2.0, 3.0], dtype=ft.float64)).sum().backward()
+    assert s.grad.item() == 6.0
