@@ -65,10 +65,11 @@ def _is_integral(dtype, include_bool=False):
 
 
 def _out(result, out):
-    """Write ``result`` into ``out`` (an empty ``out`` is resized first, as PyTorch)."""
+    """Write ``result`` into ``out``; an ``out`` of another shape is resized first, as
+    PyTorch, which from Python works only within ``out``'s storage (see ``Tensor.resize_``)."""
     if out is None:
         return result
-    if tuple(out.shape) != tuple(result.shape) and out.numel() == 0:
+    if tuple(out.shape) != tuple(result.shape):
         _resize_(out, tuple(result.shape))
     out.copy_(result)
     return out
