@@ -509,12 +509,12 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
           requires_grad=False):
     """Deprecated ``torch.range``: ``floor((end - start) / step) + 1`` values from ``start``
     with ``end`` included, in the default dtype (floating) unless ``dtype`` is given."""
+    if end is None:
+        raise TypeError("range() missing 1 required positional arguments: \"end\"")
     warnings.warn("torch.range is deprecated and will be removed in a future release "
                   "because its behavior is inconsistent with Python's range builtin. Instead, "
                   "use torch.arange, which produces values in [start, end).", UserWarning,
                   stacklevel=2)
-    if end is None:
-        start, end = 0, start
     if dtype is None:
         dtype = _C.get_default_dtype()
     start, end, step = (builtins.float(v) if not isinstance(v, numbers.Integral) else v
@@ -523,7 +523,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
         raise RuntimeError("step must be nonzero")
     if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-    size = builtins.int((end - start) // step) + 1
+    size = builtins.int((end - start) / step + 1)  # PyTorch's size, truncated
     values = _C.arange(size, dtype=_C.float64, device=device) * step + start
     result = values.to(dtype)
     if requires_grad:
@@ -852,8 +852,8 @@ def _resize_(self, *sizes, memory_format=None):
                            f"{list(sizes)}")
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
-    if tuple(self.shape) == sizes and self.is_contiguous():
-        return self
+    if tuple(self.shape) == sizes:
+        return self  # the same shape keeps the strides, as PyTorch
     try:
         self.as_strided_(sizes, _contiguous_strides(sizes), self.storage_offset())
     except RuntimeError as e:

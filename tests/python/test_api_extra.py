@@ -530,10 +530,11 @@ def test_asarray_shares_and_copies():
 
 @pytest.mark.parametrize("args,ref", [((1, 4), [1.0, 2.0, 3.0, 4.0]),
                                       ((0, 1, 0.25), [0.0, 0.25, 0.5, 0.75, 1.0]),
-                                      ((3,), [0.0, 1.0, 2.0, 3.0]),
+                                      ((0, 3), [0.0, 1.0, 2.0, 3.0]),
                                       ((5, 1, -2), [5.0, 3.0, 1.0]),
                                       ((0, 1, 0.3), [0.0, 0.3, 0.6, 0.9]),
-                                      ((2, 2), [2.0])])
+                                      ((2, 2), [2.0]),
+                                      ((0, 0.9, 0.3), [0.0, 0.3, 0.6, 0.9])])
 def test_range(args, ref):
     with pytest.warns(UserWarning, match="torch.range is deprecated"):
         got = torch.range(*args)
@@ -548,6 +549,8 @@ def test_range_dtype_and_errors():
         assert got.dtype == torch.int64
         exact(got, [1, 2, 3])
         assert torch.range(0, 1, 0.5, dtype=F64).dtype == F64
+        with pytest.raises(TypeError, match="end"):
+            torch.range(3)
         with pytest.raises(RuntimeError, match="step must be nonzero"):
             torch.range(0, 1, 0)
         with pytest.raises(RuntimeError, match="upper bound and larger bound inconsistent with "
@@ -955,6 +958,8 @@ def test_resize_shrink_and_regrow():
     exact(x, [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
     x.resize_(0)
     assert x.shape == (0,)
+    t = torch.arange(6.0).reshape(2, 3).t()
+    assert t.resize_(3, 2) is t and t.stride() == (1, 3)  # same shape: strides kept
     y = torch.arange(6.0)
     y.resize_as_(torch.empty(3, 2))
     assert y.shape == (3, 2)
