@@ -227,6 +227,11 @@ def _inplace_result(self, result, name):
         if shape is None or tuple(shape) != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(shape or result.shape)}")
+    if self.requires_grad and not result.requires_grad and _ft.is_grad_enabled():
+        # A result without history (a comparison): self keeps requiring grad, with a zero
+        # gradient to its old value, as PyTorch (copy_ alone would drop the history).
+        everywhere = _C.ones(tuple(self.shape), dtype=_C.bool, device=self.device)
+        result = _C.where(everywhere, result.to(self.dtype), self)
     self.copy_(result)
     return self
 

@@ -128,6 +128,18 @@ def test_inplace_comparison_on_non_contiguous_view(rng):
     exact(base, (a >= 1).astype(np.float64))
 
 
+def test_inplace_comparison_keeps_history():
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 2
+    b.gt_(3.0)
+    assert b.requires_grad
+    exact(b.detach(), [0.0, 1.0, 1.0])
+    (b * 5).sum().backward()
+    exact(a.grad, [0.0, 0.0, 0.0])  # comparisons have a zero gradient, as PyTorch
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        torch.ones(2, requires_grad=True).eq_(torch.ones(2))
+
+
 def test_inplace_comparison_shape_error():
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         torch.zeros(3).eq_(torch.zeros(2, 3))
