@@ -17,6 +17,7 @@ from ferrotorch._indexing import *
 from ferrotorch._reduce import *
 from ferrotorch._compare import *
 from ferrotorch._stats import *  # quantile, cov, trapezoid, combinations, logcumsumexp...
+from ferrotorch._api_extra import *  # aliases, fmax, block_diag, histogram, windows...
 from ferrotorch import return_types
 from ferrotorch import autograd, viz
 from ferrotorch import special  # torch.special
