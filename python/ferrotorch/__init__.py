@@ -41,7 +41,6 @@ from ferrotorch.linalg import _cholesky_inverse as cholesky_inverse
 from ferrotorch.linalg import _lu_unpack as lu_unpack
 from ferrotorch.linalg import _torch_lu as lu
 from ferrotorch.linalg import _torch_lu_solve as lu_solve
-from ferrotorch.linalg import _torch_triangular_solve as triangular_solve
 from ferrotorch.linalg import matrix_exp
 from ferrotorch.linalg import _einsum as einsum
 from ferrotorch.linalg import _tensordot as tensordot

@@ -829,15 +829,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     from ferrotorch import linalg
 
     _check_system("triangular_solve", b, A, "b", "A")
-    if unitriangular:
-        tri = A.triu(1) if upper else A.tril(-1)
-        n = A.shape[-1]
-        tri = tri + _C.eye(n, dtype=A.dtype, device=A.device)
-    else:
-        tri = A.triu() if upper else A.tril()
-    if transpose:
-        tri = tri.mT
-    solution = linalg.solve(tri, b)
+    # op(A)'s triangle is the other one when transposed.
+    solution = linalg.solve_triangular(A.mT if transpose else A, b, upper=upper != transpose,
+                                       unitriangular=unitriangular)
     coefficient = A.clone()
     if out is not None:
         out[0].copy_(solution)

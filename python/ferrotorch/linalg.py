@@ -354,18 +354,6 @@ def _torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
     return lu_solve(LU_data, LU_pivots, b, out=out)
 
 
-def _torch_triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *,
-                            out=None):
-    """Deprecated ``torch.triangular_solve``: ``(solution, cloned_coefficient)`` of
-    ``op(A) X = b`` with ``op`` the transpose when ``transpose``."""
-    a = _mT(A) if transpose else A
-    x = solve_triangular(a, b, upper=upper != transpose, unitriangular=unitriangular)
-    return _out(_torch_triangular_solve_result(x, A.clone()), out)
-
-
-_torch_triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
-
-
 # ------------------------------------------------------------------------ *_ex variants
 
 
@@ -772,7 +760,3 @@ Tensor.qr = lambda self, some=True: _torch_qr(self, some)
 Tensor.lu = lambda self, pivot=True, get_infos=False: _torch_lu(self, pivot, get_infos)
 Tensor.lu_solve = lambda self, LU_data, LU_pivots: _torch_lu_solve(self, LU_data, LU_pivots)
 Tensor.matrix_exp = lambda self: matrix_exp(self)
-Tensor.triangular_solve = (
-    lambda self, A, upper=True, transpose=False, unitriangular=False:
-    _torch_triangular_solve(self, A, upper, transpose, unitriangular)
-)
