@@ -7,6 +7,7 @@ from ferrotorch import _C
 from ferrotorch._size import Size
 from ferrotorch.distributions import constraints
 from ferrotorch.distributions.distribution import (
+    _EMPTY_SIZE,
     _LOG_SQRT_2PI,
     Distribution,
     _standard_normal,
@@ -69,7 +70,7 @@ class Normal(_LocScale):
     def variance(self):
         return self.scale.pow(2)
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         return self.loc + self._noise(sample_shape, "normal") * self.scale
 
     def log_prob(self, value):
@@ -110,7 +111,7 @@ class LogNormal(_LocScale):
         s2 = self.scale.pow(2)
         return s2.expm1() * (2 * self.loc + s2).exp()
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         return (self.loc + self._noise(sample_shape, "normal") * self.scale).exp()
 
     def log_prob(self, value):
@@ -148,7 +149,7 @@ class Laplace(_LocScale):
     def stddev(self):
         return math.sqrt(2) * self.scale
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         u = self._noise(sample_shape, "uniform") * 2 - 1  # in (-1, 1)
         return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
 
@@ -186,7 +187,7 @@ class Cauchy(_LocScale):
         return _C.full(self._extended_shape(), math.inf, dtype=self.loc.dtype,
                        device=self.loc.device)
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         u = self._noise(sample_shape, "uniform")
         return self.loc + self.scale * (math.pi * (u - 0.5)).tan()
 
@@ -225,7 +226,7 @@ class Gumbel(_LocScale):
     def stddev(self):
         return (math.pi / math.sqrt(6)) * self.scale
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         u = self._noise(sample_shape, "uniform")
         return self.loc - self.scale * (-u.log()).log()
 
@@ -286,7 +287,7 @@ class Uniform(Distribution):
     def variance(self):
         return (self.high - self.low).pow(2) / 12
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         shape = self._extended_shape(sample_shape)
         u = _C.rand(tuple(shape), dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
@@ -345,7 +346,7 @@ class Exponential(Distribution):
     def variance(self):
         return self.rate.pow(-2)
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         u = _uniform_open(self._extended_shape(sample_shape), self.rate.dtype, self.rate.device)
         return -(-u).log1p() / self.rate
 

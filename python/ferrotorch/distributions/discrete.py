@@ -7,6 +7,7 @@ from ferrotorch import _C
 from ferrotorch._size import Size
 from ferrotorch.distributions import constraints
 from ferrotorch.distributions.distribution import (
+    _EMPTY_SIZE,
     Distribution,
     broadcast_all,
     lazy_property,
@@ -80,7 +81,7 @@ class Bernoulli(Distribution):
     def variance(self):
         return self.probs * (1 - self.probs)
 
-    def sample(self, sample_shape=Size()):
+    def sample(self, sample_shape=_EMPTY_SIZE):
         shape = tuple(self._extended_shape(sample_shape))
         with _no_grad():
             return _C.bernoulli(self.probs.detach().expand(shape))
@@ -169,7 +170,7 @@ class Categorical(Distribution):
         return _C.full(self._extended_shape(), math.nan, dtype=self.probs.dtype,
                        device=self.probs.device)
 
-    def sample(self, sample_shape=Size()):
+    def sample(self, sample_shape=_EMPTY_SIZE):
         if not isinstance(sample_shape, (tuple, list)):
             sample_shape = (sample_shape,)
         n = 1
@@ -259,7 +260,7 @@ class OneHotCategorical(Distribution):
         p = self._categorical.probs
         return p * (1 - p)
 
-    def sample(self, sample_shape=Size()):
+    def sample(self, sample_shape=_EMPTY_SIZE):
         indices = self._categorical.sample(sample_shape)
         probs = self._categorical.probs
         return F.one_hot(indices, probs.shape[-1]).to(probs.dtype)

@@ -10,6 +10,8 @@ from ferrotorch.distributions import constraints
 
 __all__ = ["Distribution"]
 
+_EMPTY_SIZE = Size()  # the default sample/batch/event shape
+
 
 def _is_number(x):
     return isinstance(x, (builtins.int, builtins.float)) and not isinstance(x, bool)
@@ -99,7 +101,7 @@ class Distribution:
             raise ValueError
         Distribution._validate_args = value
 
-    def __init__(self, batch_shape=Size(), event_shape=Size(), validate_args=None):
+    def __init__(self, batch_shape=_EMPTY_SIZE, event_shape=_EMPTY_SIZE, validate_args=None):
         self._batch_shape = Size(batch_shape)
         self._event_shape = Size(event_shape)
         if validate_args is not None:
@@ -148,16 +150,17 @@ class Distribution:
     def stddev(self):
         return self.variance.sqrt()
 
-    def sample(self, sample_shape=Size()):
+    def sample(self, sample_shape=_EMPTY_SIZE):
         """Draw samples of shape ``sample_shape + batch_shape + event_shape`` (no gradient)."""
         with _C_no_grad():
             return self.rsample(sample_shape)
 
     def sample_n(self, n):
-        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning)
+        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning,
+                      stacklevel=2)
         return self.sample(Size((n,)))
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         raise NotImplementedError
 
     def log_prob(self, value):
@@ -178,7 +181,7 @@ class Distribution:
     def perplexity(self):
         return self.entropy().exp()
 
-    def _extended_shape(self, sample_shape=Size()):
+    def _extended_shape(self, sample_shape=_EMPTY_SIZE):
         if not isinstance(sample_shape, (tuple, list)):
             sample_shape = (sample_shape,)
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))

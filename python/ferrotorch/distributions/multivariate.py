@@ -6,7 +6,12 @@ import math
 from ferrotorch import _C, linalg
 from ferrotorch._size import Size
 from ferrotorch.distributions import constraints
-from ferrotorch.distributions.distribution import Distribution, _standard_normal, lazy_property
+from ferrotorch.distributions.distribution import (
+    _EMPTY_SIZE,
+    Distribution,
+    _standard_normal,
+    lazy_property,
+)
 
 __all__ = ["MultivariateNormal", "Independent"]
 
@@ -108,7 +113,7 @@ class MultivariateNormal(Distribution):
         return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(
             tuple(self._batch_shape) + tuple(self._event_shape))
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         shape = self._extended_shape(sample_shape)
         eps = _standard_normal(shape, self.loc.dtype, self.loc.device)
         return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
@@ -194,10 +199,10 @@ class Independent(Distribution):
     def variance(self):
         return self.base_dist.variance
 
-    def sample(self, sample_shape=Size()):
+    def sample(self, sample_shape=_EMPTY_SIZE):
         return self.base_dist.sample(sample_shape)
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=_EMPTY_SIZE):
         return self.base_dist.rsample(sample_shape)
 
     def _sum_rightmost(self, x):

@@ -179,11 +179,11 @@ def _compare_numbers(actual, expected, path, opts):
         if actual == expected or math.isclose(actual, expected, rel_tol=rtol, abs_tol=atol) or \
                 abs(actual - expected) <= atol + rtol * abs(expected):
             return
+        rel = abs(actual - expected) / abs(expected) if expected else math.inf
         raise _Mismatch(
             f"Scalars are not close{where}!\n\nExpected {expected} but got {actual}.\n"
             f"Absolute difference: {abs(actual - expected)} (up to {atol} allowed)\n"
-            f"Relative difference: {abs(actual - expected) / abs(expected) if expected else math.inf}"
-            f" (up to {rtol} allowed)"
+            f"Relative difference: {rel} (up to {rtol} allowed)"
         )
     if actual != expected:
         raise _Mismatch(f"Scalars are not equal{where}!\n\nExpected {expected} but got {actual}.")
