@@ -1,0 +1,474 @@
+"""Adamax, NAdam, RAdam, Rprop and ASGD vs NumPy re-implementations of PyTorch's documented
+pseudo-code; their state dicts and errors. CyclicLR and CosineAnnealingWarmRestarts vs closed
+forms. ``optim.swa_utils`` (AveragedModel, SWALR, update_bn) vs hand computations."""
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import ferrotorch as ft
+from ferrotorch import nn, optim
+from ferrotorch.optim import lr_scheduler  # noqa: F401
+
+SHAPES = [(3, 4), (5,), (2, 3, 2), ()]
+STEPS = 10
+
+
+def make_problem(seed, steps=STEPS, zero_frac=0.0):
+    """Random initial parameters and per-step random gradient parts (optionally with exact
+    zeros, which exercise Rprop's sign == 0 branch)."""
+    rng = np.random.default_rng(seed)
+    p0 = [rng.standard_normal(s) for s in SHAPES]
+    gs = []
+    for _ in range(steps):
+        step_g = []
+        for s in SHAPES:
+            g = rng.standard_normal(s)
+            if zero_frac:
+                g = np.where(rng.random(s) < zero_frac, 0.0, g)
+            step_g.append(np.asarray(g, dtype=np.float64))
+        gs.append(step_g)
+    return p0, gs
+
+
+def grad_of(g_rand, p, coupling):
+    """Gradient seen at a step: the random part plus ``coupling * p`` so that the trajectory
+    depends on the parameters."""
+    return g_rand + coupling * p
+
+
+def run_ft(make_opt, p0, gs, coupling, dtype=ft.float64, start=0, stop=None, params=None,
+           opt=None):
+    if params is None:
+        params = [nn.Parameter(ft.tensor(p.copy(), dtype=dtype)) for p in p0]
+    if opt is None:
+        opt = make_opt(params)
+    for t in range(start, len(gs) if stop is None else stop):
+        for p, g in zip(params, gs[t]):
+            cur = p.detach().numpy().astype(np.float64)
+            p.grad = ft.tensor(grad_of(g, cur, coupling), dtype=dtype)
+        opt.step()
+    return params, opt
+
+
+def run_np(update, p0, gs, coupling):
+    params = [p.copy() for p in p0]
+    states = [dict() for _ in params]
+    for t, step_g in enumerate(gs, start=1):
+        for i, g in enumerate(step_g):
+            params[i] = update(params[i], grad_of(g, params[i], coupling), states[i], t)
+    return params, states
+
+
+def assert_trajectory(make_opt, update, seed=0, coupling=0.3, zero_frac=0.0, rtol=1e-9):
+    p0, gs = make_problem(seed, zero_frac=zero_frac)
+    params, opt = run_ft(make_opt, p0, gs, coupling)
+    want, states = run_np(update, p0, gs, coupling)
+    for p, w in zip(params, want):
+        got = p.detach().numpy()
+        assert got.shape == w.shape
+        np.testing.assert_allclose(got, w, rtol=rtol, atol=1e-10)
+    return params, opt, states, p0
+
+
+def f32(x):
+    """A Python float rounded to float32 (the default dtype of PyTorch's scalar state)."""
+    return float(np.float32(x))
+
+
+def moved(params, p0):
+    return all(not np.allclose(p.detach().numpy(), q) for p, q in zip(params, p0))
+
+
+# ============================================================================ Adamax
+@pytest.mark.parametrize("wd,maximize,betas", [
+    (0.0, False, (0.9, 0.999)),
+    (0.1, False, (0.9, 0.999)),
+    (0.05, True, (0.8, 0.95)),
+])
+def test_adamax_matches_pseudocode(wd, maximize, betas):
+    lr, eps = 0.02, 1e-8
+    b1, b2 = betas
+
+    def update(p, g, st, t):
+        g = -g if maximize else g
+        if wd:
+            g = g + wd * p
+        st["m"] = b1 * st.get("m", 0.0) + (1 - b1) * g
+        st["u"] = np.maximum(b2 * st.get("u", np.zeros_like(p)), np.abs(g) + eps)
+        return p - lr * st["m"] / ((1 - b1 ** t) * st["u"])
+
+    params, opt, states, p0 = assert_trajectory(
+        lambda ps: optim.Adamax(ps, lr=lr, betas=betas, weight_decay=wd, maximize=maximize),
+        update)
+    assert moved(params, p0)
+    for p, st in zip(params, states):
+        s = opt.state[p]
+        assert s["step"].item() == STEPS
+        np.testing.assert_allclose(s["exp_avg"].numpy(), st["m"], rtol=1e-6, atol=1e-12)
+        np.testing.assert_allclose(s["exp_inf"].numpy(), st["u"], rtol=1e-6, atol=1e-12)
+
+
+def test_adamax_defaults():
+    p = nn.Parameter(ft.zeros(2))
+    opt = optim.Adamax([p])
+    d = opt.defaults
+    assert d["lr"] == 2e-3 and d["betas"] == (0.9, 0.999) and d["eps"] == 1e-8
+    assert d["weight_decay"] == 0 and d["maximize"] is False and d["foreach"] is None
+    assert d["differentiable"] is False and d["capturable"] is False
+
+
+# ============================================================================ NAdam
+@pytest.mark.parametrize("wd,decoupled,maximize,psi", [
+    (0.0, False, False, 4e-3),
+    (0.1, False, False, 4e-3),
+    (0.1, True, False, 4e-3),
+    (0.05, True, True, 0.05),
+    (0.0, False, True, 0.0),
+])
+def test_nadam_matches_pseudocode(wd, decoupled, maximize, psi):
+    lr, b1, b2, eps = 0.01, 0.9, 0.99, 1e-8
+
+    def update(p, g, st, t):
+        g = -g if maximize else g
+        if wd:
+            if decoupled:
+                p = p - lr * wd * p
+            else:
+                g = g + wd * p
+        mu_t = b1 * (1 - 0.5 * 0.96 ** (t * psi))
+        mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * psi))
+        # PyTorch keeps the product of the mu in a scalar tensor of the default dtype
+        # (float32), multiplied in float32
+        prod = float(np.float32(st.get("prod", 1.0)) * np.float32(mu_t))
+        st["prod"] = prod
+        st["m"] = b1 * st.get("m", 0.0) + (1 - b1) * g
+        st["v"] = b2 * st.get("v", 0.0) + (1 - b2) * g * g
+        m_hat = mu_next * st["m"] / (1 - prod * mu_next) + (1 - mu_t) * g / (1 - prod)
+        v_hat = st["v"] / (1 - b2 ** t)
+        return p - lr * m_hat / (np.sqrt(v_hat) + eps)
+
+    params, opt, states, p0 = assert_trajectory(
+        lambda ps: optim.NAdam(ps, lr=lr, betas=(b1, b2), weight_decay=wd,
+                               momentum_decay=psi, decoupled_weight_decay=decoupled,
+                               maximize=maximize),
+        update)
+    assert moved(params, p0)
+    for p, st in zip(params, states):
+        s = opt.state[p]
+        assert s["step"].item() == STEPS
+        # mu_product is a default-dtype (float32) scalar tensor, as in PyTorch
+        np.testing.assert_allclose(s["mu_product"].item(), st["prod"], rtol=1e-6)
+        np.testing.assert_allclose(s["exp_avg_sq"].numpy(), st["v"], rtol=1e-6, atol=1e-12)
+
+
+def test_nadam_defaults():
+    p = nn.Parameter(ft.zeros(2))
+    d = optim.NAdam([p]).defaults
+    assert d["lr"] == 2e-3 and d["betas"] == (0.9, 0.999) and d["eps"] == 1e-8
+    assert d["momentum_decay"] == 4e-3 and d["decoupled_weight_decay"] is False
+    assert d["weight_decay"] == 0 and d["maximize"] is False
+
+
+# ============================================================================ RAdam
+@pytest.mark.parametrize("wd,decoupled,maximize,betas", [
+    (0.0, False, False, (0.9, 0.999)),     # rho_t > 5 only from step 6 on
+    (0.1, False, False, (0.9, 0.9)),       # rectified from step 1... (rho_inf = 19)
+    (0.1, True, False, (0.9, 0.999)),
+    (0.05, True, True, (0.8, 0.95)),
+])
+def test_radam_matches_pseudocode(wd, decoupled, maximize, betas):
+    lr, eps = 0.01, 1e-8
+    b1, b2 = betas
+    rho_inf = 2 / (1 - b2) - 1
+    branches = set()
+
+    def update(p, g, st, t):
+        g = -g if maximize else g
+        if wd:
+            if decoupled:
+                p = p - lr * wd * p
+            else:
+                g = g + wd * p
+        st["m"] = b1 * st.get("m", 0.0) + (1 - b1) * g
+        st["v"] = b2 * st.get("v", 0.0) + (1 - b2) * g * g
+        m_hat = st["m"] / (1 - b1 ** t)
+        rho_t = rho_inf - 2 * t * b2 ** t / (1 - b2 ** t)
+        if rho_t > 5:
+            branches.add("rect")
+            l_t = np.sqrt(1 - b2 ** t) / (np.sqrt(st["v"]) + eps)
+            r_t = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
+                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            return p - lr * m_hat * r_t * l_t
+        branches.add("sgd")
+        return p - lr * m_hat
+
+    params, opt, _, p0 = assert_trajectory(
+        lambda ps: optim.RAdam(ps, lr=lr, betas=betas, weight_decay=wd,
+                               decoupled_weight_decay=decoupled, maximize=maximize),
+        update)
+    assert moved(params, p0)
+    if betas[1] == 0.999:
+        assert branches == {"rect", "sgd"}   # both branches ran within the 10 steps
+    assert opt.state[params[0]]["step"].item() == STEPS
+
+
+def test_radam_defaults():
+    p = nn.Parameter(ft.zeros(2))
+    d = optim.RAdam([p]).defaults
+    assert d["lr"] == 1e-3 and d["betas"] == (0.9, 0.999) and d["eps"] == 1e-8
+    assert d["decoupled_weight_decay"] is False and d["weight_decay"] == 0
+
+
+# ============================================================================ Rprop
+@pytest.mark.parametrize("maximize,etas,step_sizes,coupling", [
+    (False, (0.5, 1.2), (1e-6, 50), 0.0),
+    (True, (0.5, 1.2), (1e-6, 50), 0.0),
+    (False, (0.3, 1.5), (2e-3, 0.03), 0.0),     # the clamps bind
+    (False, (0.5, 1.2), (1e-6, 50), 0.8),
+])
+def test_rprop_matches_pseudocode(maximize, etas, step_sizes, coupling):
+    lr = 0.01
+    em, ep = etas
+    smin, smax = step_sizes
+    seen = []
+
+    def update(p, g, st, t):
+        g = -g if maximize else g
+        prev = st.get("prev", np.zeros_like(p))
+        eta = st.get("eta", np.full_like(p, lr))
+        prod = g * prev
+        eta = np.where(prod > 0, np.minimum(eta * ep, smax),
+                       np.where(prod < 0, np.maximum(eta * em, smin), eta))
+        g = np.where(prod < 0, 0.0, g)
+        st["prev"], st["eta"] = g, eta
+        seen.extend(np.ravel(eta))
+        return p - eta * np.sign(g)
+
+    p0, gs = make_problem(3, zero_frac=0.2)
+    params, opt = run_ft(lambda ps: optim.Rprop(ps, lr=lr, etas=etas, step_sizes=step_sizes,
+                                               maximize=maximize), p0, gs, coupling)
+    want, states = run_np(update, p0, gs, coupling)
+    for p, w, st in zip(params, want, states):
+        np.testing.assert_allclose(p.detach().numpy(), w, rtol=1e-6, atol=1e-12)
+        np.testing.assert_allclose(opt.state[p]["step_size"].numpy(), st["eta"], rtol=1e-6)
+        np.testing.assert_array_equal(opt.state[p]["prev"].numpy(), st["prev"])
+    assert moved(params, p0)
+    # every branch was taken somewhere
+    eta = np.array(seen)
+    assert (eta > lr).any() and (eta < lr).any()
+    if smin == 2e-3:
+        assert np.isclose(eta, smax).any() and np.isclose(eta, smin).any()
+
+
+def test_rprop_defaults():
+    p = nn.Parameter(ft.zeros(2))
+    d = optim.Rprop([p]).defaults
+    assert d["lr"] == 1e-2 and d["etas"] == (0.5, 1.2) and d["step_sizes"] == (1e-6, 50)
+    assert d["maximize"] is False
+
+
+# ============================================================================ ASGD
+@pytest.mark.parametrize("wd,maximize,lambd,alpha,t0", [
+    (0.0, False, 1e-4, 0.75, 1e6),      # the defaults: ax just follows p
+    (0.0, False, 0.05, 0.75, 3.0),      # averaging starts after step 4
+    (0.1, False, 0.01, 0.5, 2.0),
+    (0.05, True, 0.02, 0.9, 0.0),
+])
+def test_asgd_matches_pseudocode(wd, maximize, lambd, alpha, t0):
+    lr = 0.05
+
+    def update(p, g, st, t):
+        g = -g if maximize else g
+        if wd:
+            g = g + wd * p
+        # PyTorch keeps eta and mu in scalar tensors of the default dtype (float32)
+        eta = st.get("eta", f32(lr))
+        mu = st.get("mu", 1.0)
+        p = p * (1 - lambd * eta) - eta * g
+        ax = st.get("ax", np.zeros_like(p))
+        st["ax"] = p.copy() if mu == 1 else ax + mu * (p - ax)
+        st["eta"] = f32(lr / (1 + lambd * lr * t) ** alpha)
+        st["mu"] = f32(1 / max(1, t - t0))
+        return p
+
+    params, opt, states, p0 = assert_trajectory(
+        lambda ps: optim.ASGD(ps, lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=wd,
+                              maximize=maximize),
+        update)
+    assert moved(params, p0)
+    for p, st in zip(params, states):
+        s = opt.state[p]
+        np.testing.assert_allclose(s["ax"].numpy(), st["ax"], rtol=1e-6, atol=1e-10)
+        np.testing.assert_allclose(s["eta"].item(), st["eta"], rtol=1e-6)
+        np.testing.assert_allclose(s["mu"].item(), st["mu"], rtol=1e-6)
+        if t0 < STEPS - 1:
+            assert not np.allclose(s["ax"].numpy(), p.detach().numpy())   # really averaged
+
+
+def test_asgd_defaults():
+    p = nn.Parameter(ft.zeros(2))
+    d = optim.ASGD([p]).defaults
+    assert d["lr"] == 1e-2 and d["lambd"] == 1e-4 and d["alpha"] == 0.75
+    assert d["t0"] == 1e6 and d["weight_decay"] == 0 and d["maximize"] is False
+
+
+# ============================================================================ common
+ALL_OPTS = [
+    ("Adamax", lambda ps: optim.Adamax(ps, lr=0.02, weight_decay=0.1)),
+    ("NAdam", lambda ps: optim.NAdam(ps, lr=0.02, weight_decay=0.1,
+                                     decoupled_weight_decay=True)),
+    ("RAdam", lambda ps: optim.RAdam(ps, lr=0.02, betas=(0.9, 0.99), weight_decay=0.1)),
+    ("Rprop", lambda ps: optim.Rprop(ps, lr=0.02)),
+    ("ASGD", lambda ps: optim.ASGD(ps, lr=0.02, lambd=0.01, t0=2.0, weight_decay=0.1)),
+]
+
+
+@pytest.mark.parametrize("name,make", ALL_OPTS, ids=[n for n, _ in ALL_OPTS])
+@pytest.mark.parametrize("via_pickle", [False, True])
+def test_state_dict_round_trip_continues_identically(name, make, via_pickle):
+    p0, gs = make_problem(11, zero_frac=0.1)
+    params, opt = run_ft(make, p0, gs, 0.3, stop=5)
+    sd = opt.state_dict()
+    assert sorted(sd["state"]) == list(range(len(SHAPES)))
+    assert sd["param_groups"][0]["params"] == list(range(len(SHAPES)))
+    if via_pickle:
+        sd = pickle.loads(pickle.dumps(sd))
+    else:
+        sd = copy.deepcopy(sd)
+    params2 = [nn.Parameter(p.detach().clone()) for p in params]
+    opt2 = make(params2)
+    opt2.load_state_dict(sd)
+    for p, q in zip(params, params2):
+        assert set(opt.state[p]) == set(opt2.state[q])
+        assert opt2.state[q]["step"].item() == 5
+    run_ft(make, p0, gs, 0.3, start=5, params=params, opt=opt)
+    run_ft(make, p0, gs, 0.3, start=5, params=params2, opt=opt2)
+    for p, q in zip(params, params2):
+        # NAdam's mu_product and ASGD's eta/mu are float32 scalars in the original and come
+        # back in the parameter dtype (as PyTorch casts them), hence the tolerance.
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-7,
+                                   atol=1e-12)
+    # the continued run equals an uninterrupted one
+    full, _ = run_ft(make, p0, gs, 0.3)
+    for p, f in zip(params2, full):
+        np.testing.assert_allclose(p.detach().numpy(), f.detach().numpy(), rtol=1e-7,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("name,make", ALL_OPTS, ids=[n for n, _ in ALL_OPTS])
+def test_float32_params_follow_float64_run(name, make):
+    p0, gs = make_problem(5)
+    p32, _ = run_ft(make, p0, gs, 0.3, dtype=ft.float32)
+    p64, _ = run_ft(make, p0, gs, 0.3, dtype=ft.float64)
+    for a, b in zip(p32, p64):
+        assert a.dtype == ft.float32
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4,
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("name,make", ALL_OPTS, ids=[n for n, _ in ALL_OPTS])
+def test_none_grads_skipped_and_groups(name, make):
+    a = nn.Parameter(ft.tensor([1.0, -2.0], dtype=ft.float64))
+    b = nn.Parameter(ft.tensor([0.5, 0.25], dtype=ft.float64))
+    opt = make([a, b])
+    a.grad = ft.tensor([0.3, -0.4], dtype=ft.float64)
+    opt.step()
+    assert b not in opt.state or len(opt.state[b]) == 0
+    np.testing.assert_array_equal(b.detach().numpy(), [0.5, 0.25])
+    assert not np.allclose(a.detach().numpy(), [1.0, -2.0])
+    # per-group hyper-parameters: lr=0 leaves the group's parameter unchanged (ASGD's
+    # lambd decay and decoupled weight decay also scale with lr)
+    c = nn.Parameter(ft.tensor([1.0, 2.0], dtype=ft.float64))
+    d = nn.Parameter(ft.tensor([1.0, 2.0], dtype=ft.float64))
+    opt = make([{"params": [c]}, {"params": [d], "lr": 0.0}])
+    assert opt.param_groups[1]["lr"] == 0.0
+    for _ in range(3):
+        c.grad = ft.tensor([0.5, -0.5], dtype=ft.float64)
+        d.grad = ft.tensor([0.5, -0.5], dtype=ft.float64)
+        opt.step()
+    if name == "Rprop":
+        # the step sizes start at lr = 0 but are clamped up to step_sizes[0] = 1e-6
+        np.testing.assert_allclose(np.abs(d.detach().numpy() - [1.0, 2.0]),
+                                   1e-6 * (1 + 1.2 + 1.44),
+                                   rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(d.detach().numpy(), [1.0, 2.0])
+    assert not np.allclose(c.detach().numpy(), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("name,make", ALL_OPTS, ids=[n for n, _ in ALL_OPTS])
+def test_step_closure_returns_loss(name, make):
+    w = nn.Parameter(ft.tensor([1.0, -1.0], dtype=ft.float64))
+    opt = make([w])
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert loss.item() == pytest.approx(2.0)
+    assert not np.allclose(w.detach().numpy(), [1.0, -1.0])
+
+
+def test_training_reduces_loss_with_each_optimizer():
+    rng = np.random.default_rng(0)
+    x = ft.tensor(rng.standard_normal((32, 3)), dtype=ft.float32)
+    y = ft.tensor(rng.standard_normal((32, 1)), dtype=ft.float32)
+    for make in [lambda ps: optim.Adamax(ps, lr=0.05), lambda ps: optim.NAdam(ps, lr=0.05),
+                 lambda ps: optim.RAdam(ps, lr=0.05), lambda ps: optim.Rprop(ps),
+                 lambda ps: optim.ASGD(ps, lr=0.05)]:
+        ft.manual_seed(0)
+        model = nn.Linear(3, 1)
+        opt = make(model.parameters())
+        losses = []
+        for _ in range(30):
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[-1] < 0.8 * losses[0]
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda p: optim.Adamax(p, lr=-1), "Invalid learning rate: -1"),
+    (lambda p: optim.Adamax(p, eps=-1), "Invalid epsilon value: -1"),
+    (lambda p: optim.Adamax(p, betas=(1.0, 0.9)), "Invalid beta parameter at index 0: 1.0"),
+    (lambda p: optim.Adamax(p, betas=(0.9, -0.1)), "Invalid beta parameter at index 1: -0.1"),
+    (lambda p: optim.Adamax(p, weight_decay=-1), "Invalid weight_decay value: -1"),
+    (lambda p: optim.NAdam(p, lr=-1), "Invalid learning rate: -1"),
+    (lambda p: optim.NAdam(p, eps=-1e-3), "Invalid epsilon value: -0.001"),
+    (lambda p: optim.NAdam(p, betas=(0.9, 1.0)), "Invalid beta parameter at index 1: 1.0"),
+    (lambda p: optim.NAdam(p, weight_decay=-2), "Invalid weight_decay value: -2"),
+    (lambda p: optim.NAdam(p, momentum_decay=-1), "Invalid momentum_decay value: -1"),
+    (lambda p: optim.RAdam(p, lr=-0.5), "Invalid learning rate: -0.5"),
+    (lambda p: optim.RAdam(p, betas=(-0.1, 0.9)), "Invalid beta parameter at index 0: -0.1"),
+    (lambda p: optim.RAdam(p, weight_decay=-1), "Invalid weight_decay value: -1"),
+    (lambda p: optim.Rprop(p, lr=-1), "Invalid learning rate: -1"),
+    (lambda p: optim.Rprop(p, etas=(1.2, 0.5)), "Invalid eta values: 1.2, 0.5"),
+    (lambda p: optim.Rprop(p, etas=(0.0, 1.2)), "Invalid eta values: 0.0, 1.2"),
+    (lambda p: optim.ASGD(p, lr=-1), "Invalid learning rate: -1"),
+    (lambda p: optim.ASGD(p, weight_decay=-1), "Invalid weight_decay value: -1"),
+])
+def test_invalid_hyperparameters(make, msg):
+    p = nn.Parameter(ft.zeros(2))
+    with pytest.raises(ValueError) as e:
+        make([p])
+    assert str(e.value) == msg
+
+
+def test_empty_params_and_kwargs_accepted():
+    with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
+        optim.NAdam([])
+    p = nn.Parameter(ft.zeros(2))
+    optim.Adamax([p], foreach=None, maximize=True, differentiable=False, capturable=False)
+    optim.NAdam([p], foreach=None, capturable=False, differentiable=False)
+    optim.RAdam([p], foreach=False, capturable=False, differentiable=False)
+    optim.Rprop([p], foreach=None, capturable=False, differentiable=False)
+    optim.ASGD([p], foreach=None, capturable=False, differentiable=False)
