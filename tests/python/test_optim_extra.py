@@ -5,6 +5,7 @@ forms. ``optim.swa_utils`` (AveragedModel, SWALR, update_bn) vs hand computation
 import copy
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -472,3 +473,240 @@ def test_empty_params_and_kwargs_accepted():
     optim.RAdam([p], foreach=False, capturable=False, differentiable=False)
     optim.Rprop([p], foreach=None, capturable=False, differentiable=False)
     optim.ASGD([p], foreach=None, capturable=False, differentiable=False)
+
+
+# ============================================================================ CyclicLR
+def _sgd(lrs=(0.1,), momentum=0.9):
+    groups = [{"params": [nn.Parameter(ft.zeros(2))], "lr": lr} for lr in lrs]
+    return optim.SGD(groups, lr=lrs[0], momentum=momentum)
+
+
+def _cyclic_closed_form(i, base, top, up, down, mode, gamma=1.0):
+    """The lr (and the fraction of the way up, scale) at iteration ``i``: linear up over
+    ``up`` iterations, down over ``down``."""
+    total = up + down
+    pos = i % total
+    frac = pos / up if pos <= up else 1 - (pos - up) / down
+    cycle = i // total + 1
+    scale = {"triangular": 1.0, "triangular2": 0.5 ** (cycle - 1),
+             "exp_range": gamma ** i}[mode]
+    return base + (top - base) * frac * scale, frac * scale
+
+
+@pytest.mark.parametrize("mode,up,down,gamma", [
+    ("triangular", 4, None, 1.0),
+    ("triangular2", 5, 3, 1.0),
+    ("exp_range", 3, 6, 0.97),
+    ("triangular", 7, 2, 1.0),
+])
+def test_cyclic_lr_matches_closed_form(mode, up, down, gamma):
+    opt = _sgd()
+    sched = lr_scheduler.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=up,
+                                  step_size_down=down, mode=mode, gamma=gamma,
+                                  base_momentum=0.8, max_momentum=0.95)
+    dn = up if down is None else down
+    for i in range(60):
+        want, frac = _cyclic_closed_form(i, 0.01, 0.1, up, dn, mode, gamma)
+        assert opt.param_groups[0]["lr"] == pytest.approx(want, rel=1e-12, abs=1e-15)
+        assert sched.get_last_lr() == [opt.param_groups[0]["lr"]]
+        assert opt.param_groups[0]["momentum"] == pytest.approx(0.95 - 0.15 * frac,
+                                                                rel=1e-12)
+        opt.step()
+        sched.step()
+    assert opt.param_groups[0]["max_momentum"] == 0.95
+    assert opt.param_groups[0]["base_momentum"] == 0.8
+
+
+def test_cyclic_lr_beta1_groups_and_custom_scale_fn():
+    ps = [nn.Parameter(ft.zeros(2)), nn.Parameter(ft.zeros(3))]
+    opt = optim.Adam([{"params": [ps[0]]}, {"params": [ps[1]]}], lr=1.0, betas=(0.5, 0.99))
+    fn = lambda x: 1.0 / (1.0 + 0.1 * x)  # noqa: E731
+    sched = lr_scheduler.CyclicLR(opt, base_lr=[0.001, 0.002], max_lr=(0.01, 0.05),
+                                  step_size_up=3, scale_fn=fn, scale_mode="iterations",
+                                  base_momentum=[0.85, 0.8], max_momentum=0.9)
+    for i in range(25):
+        for g, (b, t, bm) in zip(opt.param_groups, [(0.001, 0.01, 0.85), (0.002, 0.05, 0.8)]):
+            pos = i % 6
+            frac = pos / 3 if pos <= 3 else 1 - (pos - 3) / 3
+            assert g["lr"] == pytest.approx(b + (t - b) * frac * fn(i), rel=1e-12)
+            assert g["betas"][0] == pytest.approx(0.9 - (0.9 - bm) * frac * fn(i), rel=1e-12)
+            assert g["betas"][1] == 0.99
+        sched.step()
+
+
+def test_cyclic_lr_scale_mode_cycle_custom_and_state_dict():
+    class Halve:
+        def __init__(self):
+            self.base = 0.5
+
+        def __call__(self, x):
+            return self.base ** (x - 1)
+
+    opt = _sgd()
+    sched = lr_scheduler.CyclicLR(opt, 0.0, 1.0, step_size_up=2, scale_fn=Halve(),
+                                  cycle_momentum=False)
+    lrs = []
+    for _ in range(12):
+        lrs.append(opt.param_groups[0]["lr"])
+        sched.step()
+    np.testing.assert_allclose(lrs, [0, 0.5, 1, 0.5, 0, 0.25, 0.5, 0.25, 0, 0.125, 0.25, 0.125],
+                               atol=1e-15)
+    assert opt.param_groups[0]["momentum"] == 0.9   # untouched without cycle_momentum
+    sd = sched.state_dict()
+    assert sd["_scale_fn_custom"] == {"base": 0.5}
+    assert "_scale_fn_ref" not in sd
+    sd = pickle.loads(pickle.dumps(sd))
+    opt2 = _sgd()
+    fn2 = Halve()
+    fn2.base = 0.0
+    sched2 = lr_scheduler.CyclicLR(opt2, 0.0, 1.0, step_size_up=2, scale_fn=fn2,
+                                   cycle_momentum=False)
+    sched2.load_state_dict(sd)
+    assert fn2.base == 0.5 and sched2.last_epoch == 12
+    for _ in range(5):
+        sched.step()
+        sched2.step()
+        assert sched2.get_last_lr() == sched.get_last_lr()
+
+
+def test_cyclic_lr_builtin_modes_state_dict_round_trip():
+    opt = _sgd()
+    sched = lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=3, mode="exp_range",
+                                  gamma=0.9)
+    for _ in range(7):
+        sched.step()
+    sd = sched.state_dict()
+    assert sd["_scale_fn_custom"] is None
+    opt2 = _sgd()
+    sched2 = lr_scheduler.CyclicLR(opt2, 0.01, 0.1, step_size_up=3, mode="exp_range",
+                                   gamma=0.9)
+    sched2.load_state_dict(sd)
+    for _ in range(10):
+        sched.step()
+        sched2.step()
+        assert sched2.get_last_lr() == sched.get_last_lr()
+        assert opt2.param_groups[0]["momentum"] == opt.param_groups[0]["momentum"]
+    want, _ = _cyclic_closed_form(17, 0.01, 0.1, 3, 3, "exp_range", 0.9)
+    assert sched2.get_last_lr()[0] == pytest.approx(want, rel=1e-12)
+
+
+def test_cyclic_lr_errors():
+    with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+        lr_scheduler.CyclicLR(_sgd(), 0.01, 0.1, mode="sawtooth")
+    p = nn.Parameter(ft.zeros(2))
+    with pytest.raises(ValueError, match="optimizer must support momentum or beta1 with "
+                                         "`cycle_momentum` option enabled"):
+        lr_scheduler.CyclicLR(optim.Adagrad([p]), 0.01, 0.1)
+    lr_scheduler.CyclicLR(optim.Adagrad([p]), 0.01, 0.1, cycle_momentum=False)
+    with pytest.raises(ValueError) as e:
+        lr_scheduler.CyclicLR(_sgd((0.1, 0.2)), [0.01], 0.1)
+    assert str(e.value) == ("base_lr must have the same length as optimizer.param_groups. "
+                            "base_lr has 1 values, param_groups has 2.")
+    with pytest.raises(TypeError, match="is not an Optimizer"):
+        lr_scheduler.CyclicLR(object(), 0.01, 0.1)
+
+
+# ============================================================================ SGDR
+def _sgdr_closed_form(epoch, base, eta_min, t0, t_mult):
+    start, period = 0.0, t0
+    while epoch >= start + period:
+        start += period
+        period *= t_mult
+    t_cur = epoch - start
+    return eta_min + (base - eta_min) * (1 + math.cos(math.pi * t_cur / period)) / 2
+
+
+@pytest.mark.parametrize("t0,t_mult,eta_min", [(5, 1, 0.0), (3, 2, 0.001), (2, 3, 0.01)])
+def test_cosine_warm_restarts_integer_steps(t0, t_mult, eta_min):
+    opt = _sgd((0.1, 0.3))
+    sched = lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=t0, T_mult=t_mult,
+                                                     eta_min=eta_min)
+    restarts = 0
+    for epoch in range(70):
+        for g, base in zip(opt.param_groups, (0.1, 0.3)):
+            assert g["lr"] == pytest.approx(_sgdr_closed_form(epoch, base, eta_min, t0, t_mult),
+                                            rel=1e-12, abs=1e-15)
+        restarts += opt.param_groups[0]["lr"] == pytest.approx(0.1)
+        assert sched.last_epoch == epoch
+        opt.step()
+        sched.step()
+    assert restarts >= 3
+
+
+@pytest.mark.parametrize("t0,t_mult", [(4, 1), (3, 2)])
+def test_cosine_warm_restarts_fractional_epochs(t0, t_mult):
+    opt = _sgd()
+    sched = lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=t0, T_mult=t_mult,
+                                                     eta_min=0.002)
+    iters = 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no deprecation warning for step(epoch), as PyTorch
+        for epoch in range(20):
+            for i in range(iters):
+                e = epoch + i / iters
+                sched.step(e)
+                assert opt.param_groups[0]["lr"] == pytest.approx(
+                    _sgdr_closed_form(e, 0.1, 0.002, t0, t_mult), rel=1e-9, abs=1e-15)
+                assert sched.last_epoch == epoch
+    # jumping back before T_0 resets the period
+    sched.step(1.5)
+    assert sched.T_i == t0 and sched.T_cur == 1.5
+    assert opt.param_groups[0]["lr"] == pytest.approx(
+        0.002 + 0.098 * (1 + math.cos(math.pi * 1.5 / t0)) / 2)
+
+
+def test_cosine_warm_restarts_state_dict_and_errors():
+    opt = _sgd()
+    sched = lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2)
+    for _ in range(5):
+        sched.step()
+    sd = pickle.loads(pickle.dumps(sched.state_dict()))
+    assert sd["T_i"] == 6 and sd["T_cur"] == 2
+    opt2 = _sgd()
+    sched2 = lr_scheduler.CosineAnnealingWarmRestarts(opt2, T_0=3, T_mult=2)
+    sched2.load_state_dict(sd)
+    for _ in range(12):
+        sched.step()
+        sched2.step()
+        assert sched2.get_last_lr() == sched.get_last_lr()
+    with pytest.raises(ValueError, match="Expected positive integer T_0, but got 0"):
+        lr_scheduler.CosineAnnealingWarmRestarts(_sgd(), T_0=0)
+    with pytest.raises(ValueError, match="Expected positive integer T_0, but got 2.5"):
+        lr_scheduler.CosineAnnealingWarmRestarts(_sgd(), T_0=2.5)
+    with pytest.raises(ValueError, match="Expected integer T_mult >= 1, but got 0"):
+        lr_scheduler.CosineAnnealingWarmRestarts(_sgd(), T_0=2, T_mult=0)
+    with pytest.raises(ValueError, match="Expected float or int eta_min"):
+        lr_scheduler.CosineAnnealingWarmRestarts(_sgd(), T_0=2, eta_min="0")
+    with pytest.raises(ValueError, match="Expected non-negative epoch, but got -1"):
+        sched.step(-1)
+
+
+def test_other_schedulers_closed_forms():
+    # ConstantLR / PolynomialLR / MultiplicativeLR / ChainedScheduler already existed; check
+    # them against their closed forms over many steps
+    opt = _sgd()
+    s = lr_scheduler.ConstantLR(opt, factor=0.25, total_iters=4)
+    for e in range(10):
+        assert opt.param_groups[0]["lr"] == pytest.approx(0.1 * (0.25 if e < 4 else 1.0))
+        s.step()
+    opt = _sgd()
+    s = lr_scheduler.PolynomialLR(opt, total_iters=6, power=2.0)
+    for e in range(10):
+        assert opt.param_groups[0]["lr"] == pytest.approx(
+            0.1 * (1 - min(e, 6) / 6) ** 2, abs=1e-15)
+        s.step()
+    opt = _sgd()
+    s = lr_scheduler.MultiplicativeLR(opt, lambda e: 0.9 if e % 2 else 0.5)
+    want = 0.1
+    for e in range(10):
+        if e > 0:
+            want *= 0.9 if e % 2 else 0.5
+        assert opt.param_groups[0]["lr"] == pytest.approx(want, rel=1e-12)
+        s.step()
+    opt = _sgd()
+    s = lr_scheduler.ChainedScheduler([lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=3),
+                                       lr_scheduler.ExponentialLR(opt, gamma=0.9)])
+    for e in range(10):
+        assert opt.param_groups[0]["lr"] == pytest.approx(
+            0.1 * (0.5 if e < 3 else 1.0) * 0.9 ** e, rel=1e-12)
+        s.step()
