@@ -12,7 +12,7 @@ import pytest
 
 import ferrotorch as ft
 from ferrotorch import nn, optim
-from ferrotorch.optim import lr_scheduler  # noqa: F401
+from ferrotorch.optim import lr_scheduler, swa_utils
 
 SHAPES = [(3, 4), (5,), (2, 3, 2), ()]
 STEPS = 10
@@ -710,3 +710,259 @@ def test_other_schedulers_closed_forms():
         assert opt.param_groups[0]["lr"] == pytest.approx(
             0.1 * (0.5 if e < 3 else 1.0) * 0.9 ** e, rel=1e-12)
         s.step()
+
+
+# ============================================================================ swa_utils
+def _net(seed=0):
+    ft.manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 2),
+                         nn.BatchNorm1d(2)).double()
+
+
+def _perturb(model, rng):
+    """Move every parameter and buffer of ``model`` to new random values (a stand-in for
+    training steps); return NumPy snapshots of the parameters and the buffers."""
+    with ft.no_grad():
+        for p in model.parameters():
+            p.copy_(ft.tensor(rng.standard_normal(tuple(p.shape))))
+        for b in model.buffers():
+            if b.is_floating_point():
+                b.copy_(ft.tensor(rng.random(tuple(b.shape)) + 0.5))
+            else:
+                b.fill_(int(rng.integers(0, 50)))
+    return ([p.detach().numpy().copy() for p in model.parameters()],
+            [b.detach().numpy().copy() for b in model.buffers()])
+
+
+def test_averaged_model_swa_running_mean():
+    rng = np.random.default_rng(0)
+    model = _net()
+    swa = swa_utils.AveragedModel(model)
+    assert isinstance(swa, nn.Module) and int(swa.n_averaged) == 0
+    assert swa.n_averaged.dtype == ft.int64
+    assert list(swa.state_dict())[:3] == ["n_averaged", "module.0.weight", "module.0.bias"]
+    # a deep copy: its parameters are distinct tensors
+    assert all(a is not b for a, b in zip(swa.parameters(), model.parameters()))
+    snaps, bufs = [], None
+    for k in range(6):
+        params, bufs = _perturb(model, rng)
+        snaps.append(params)
+        swa.update_parameters(model)
+        assert int(swa.n_averaged) == k + 1
+        for i, p in enumerate(swa.module.parameters()):
+            want = np.mean([s[i] for s in snaps], axis=0)
+            np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-12, atol=1e-14)
+            assert p.requires_grad
+        # without use_buffers the buffers follow the latest model
+        for b, want in zip(swa.module.buffers(), bufs):
+            np.testing.assert_array_equal(b.detach().numpy(), want)
+    # forward runs the averaged copy
+    x = ft.tensor(rng.standard_normal((5, 4)))
+    swa.eval()
+    model.eval()
+    with ft.no_grad():
+        for p, q in zip(model.parameters(), swa.module.parameters()):
+            p.copy_(q)
+    np.testing.assert_allclose(swa(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-12)
+    # state_dict round trip
+    swa2 = swa_utils.AveragedModel(_net(1))
+    swa2.load_state_dict(swa.state_dict())
+    assert int(swa2.n_averaged) == 6
+    for a, b in zip(swa2.parameters(), swa.parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+@pytest.mark.parametrize("kind", ["multi", "single"])
+def test_averaged_model_ema(kind):
+    rng = np.random.default_rng(1)
+    decay = 0.8 if kind == "single" else 0.9
+    model = _net()
+    if kind == "multi":
+        swa = swa_utils.AveragedModel(model,
+                                      multi_avg_fn=swa_utils.get_ema_multi_avg_fn(decay))
+    else:
+        swa = swa_utils.AveragedModel(model, avg_fn=swa_utils.get_ema_avg_fn(decay))
+    ema = None
+    for _ in range(5):
+        params, _ = _perturb(model, rng)
+        ema = params if ema is None else [decay * e + (1 - decay) * p
+                                          for e, p in zip(ema, params)]
+        swa.update_parameters(model)
+    for p, want in zip(swa.module.parameters(), ema):
+        np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-12, atol=1e-14)
+    assert int(swa.n_averaged) == 5
+
+
+def test_averaged_model_use_buffers_and_custom_avg_fn():
+    rng = np.random.default_rng(2)
+    model = _net()
+    swa = swa_utils.AveragedModel(model, use_buffers=True)
+    p_snaps, b_snaps = [], []
+    for _ in range(4):
+        params, bufs = _perturb(model, rng)
+        p_snaps.append(params)
+        b_snaps.append(bufs)
+        swa.update_parameters(model)
+    for i, p in enumerate(swa.module.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(),
+                                   np.mean([s[i] for s in p_snaps], axis=0), rtol=1e-12)
+    for i, b in enumerate(swa.module.buffers()):
+        if b.is_floating_point():
+            np.testing.assert_allclose(b.detach().numpy(),
+                                       np.mean([s[i] for s in b_snaps], axis=0), rtol=1e-12)
+        else:
+            # integer buffers: avg + (cur - avg) / (n + 1), truncated back to int64
+            avg = b_snaps[0][i]
+            for n, s in enumerate(b_snaps[1:], start=1):
+                avg = np.trunc(avg + (s[i] - avg) / (n + 1)).astype(np.int64)
+            np.testing.assert_array_equal(b.detach().numpy(), avg)
+    # a custom avg_fn gets the current average, the model's value and n_averaged
+    seen = []
+
+    def keep_max(avg, cur, n):
+        seen.append(int(n))
+        return ft.maximum(avg, cur)
+
+    model = _net()
+    swa = swa_utils.AveragedModel(model, avg_fn=keep_max)
+    snaps = []
+    for _ in range(3):
+        snaps.append(_perturb(model, rng)[0])
+        swa.update_parameters(model)
+    for i, p in enumerate(swa.module.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(),
+                                      np.max([s[i] for s in snaps], axis=0))
+    n_params = len(list(model.parameters()))
+    assert seen == [1] * n_params + [2] * n_params
+    with pytest.raises(AssertionError, match="Only one of avg_fn and multi_avg_fn"):
+        swa_utils.AveragedModel(model, avg_fn=keep_max,
+                                multi_avg_fn=swa_utils.get_swa_multi_avg_fn())
+
+
+def test_swa_multi_avg_fn_and_avg_fns_directly():
+    a = [ft.tensor([1.0, 2.0], dtype=ft.float64), ft.tensor([4.0], dtype=ft.float64)]
+    b = [ft.tensor([3.0, 6.0], dtype=ft.float64), ft.tensor([0.0], dtype=ft.float64)]
+    swa_utils.get_swa_multi_avg_fn()(a, b, ft.tensor(3))
+    np.testing.assert_allclose(a[0].numpy(), [1.5, 3.0])
+    np.testing.assert_allclose(a[1].numpy(), [3.0])
+    out = swa_utils.get_swa_avg_fn()(ft.tensor([1.0]), ft.tensor([5.0]), ft.tensor(1))
+    np.testing.assert_allclose(out.numpy(), [3.0])
+    out = swa_utils.get_ema_avg_fn(0.75)(ft.tensor([4.0]), ft.tensor([8.0]), 7)
+    np.testing.assert_allclose(out.numpy(), [5.0])
+
+
+def _bn_ref(h, gamma, beta, eps=1e-5):
+    mean = h.mean(axis=0)
+    var_b = h.var(axis=0)
+    out = (h - mean) / np.sqrt(var_b + eps) * gamma + beta
+    return out, mean, h.var(axis=0, ddof=1)
+
+
+@pytest.mark.parametrize("tuples", [True, False])
+def test_update_bn_recomputes_running_stats(tuples):
+    rng = np.random.default_rng(3)
+    model = _net()
+    _perturb(model, rng)        # garbage running stats and random weights
+    bn1, bn2 = model[1], model[4]
+    bn1.momentum = 0.3
+    model.eval()
+    xs = [rng.standard_normal((n, 4)) for n in (8, 5, 11, 6)]
+    loader = [(ft.tensor(x), ft.tensor(np.zeros(len(x)))) if tuples else ft.tensor(x)
+              for x in xs]
+    swa_utils.update_bn(loader, model)
+    assert bn1.momentum == 0.3 and bn2.momentum == 0.1
+    assert model.training is False
+    w1, b1 = model[0].weight.detach().numpy(), model[0].bias.detach().numpy()
+    g1, be1 = bn1.weight.detach().numpy(), bn1.bias.detach().numpy()
+    w2, b2 = model[3].weight.detach().numpy(), model[3].bias.detach().numpy()
+    g2, be2 = bn2.weight.detach().numpy(), bn2.bias.detach().numpy()
+    stats1, stats2 = [], []
+    for x in xs:
+        out1, m1, v1 = _bn_ref(x @ w1.T + b1, g1, be1)
+        _, m2, v2 = _bn_ref(np.maximum(out1, 0) @ w2.T + b2, g2, be2)
+        stats1.append((m1, v1))
+        stats2.append((m2, v2))
+    for bn, stats in ((bn1, stats1), (bn2, stats2)):
+        # momentum=None: cumulative (equal-weight) averages of the batch statistics
+        np.testing.assert_allclose(bn.running_mean.numpy(),
+                                   np.mean([m for m, _ in stats], axis=0), rtol=1e-10)
+        np.testing.assert_allclose(bn.running_var.numpy(),
+                                   np.mean([v for _, v in stats], axis=0), rtol=1e-10)
+        assert int(bn.num_batches_tracked) == len(xs)
+
+
+def test_update_bn_on_averaged_model_and_without_bn():
+    rng = np.random.default_rng(4)
+    model = _net()
+    swa = swa_utils.AveragedModel(model)
+    swa.update_parameters(model)
+    xs = [ft.tensor(rng.standard_normal((6, 4))) for _ in range(3)]
+    swa.train()
+    swa_utils.update_bn(xs, swa)
+    assert swa.training is True
+    bn = swa.module[1]
+    w, b = swa.module[0].weight.detach().numpy(), swa.module[0].bias.detach().numpy()
+    means = [(x.numpy() @ w.T + b).mean(axis=0) for x in xs]
+    np.testing.assert_allclose(bn.running_mean.numpy(), np.mean(means, axis=0), rtol=1e-10)
+
+    def never():
+        raise AssertionError("the loader is not read when there is no BatchNorm")
+        yield
+
+    swa_utils.update_bn(never(), nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("strategy,anneal_epochs", [("cos", 5), ("linear", 4), ("cos", 0),
+                                                    ("linear", 1)])
+def test_swalr_matches_closed_form(strategy, anneal_epochs):
+    opt = _sgd((0.5, 0.2))
+    sched = swa_utils.SWALR(opt, swa_lr=[0.05, 0.01], anneal_epochs=anneal_epochs,
+                            anneal_strategy=strategy)
+    assert [g["swa_lr"] for g in opt.param_groups] == [0.05, 0.01]
+    for k in range(12):
+        t = 1.0 if anneal_epochs == 0 else min(1.0, k / anneal_epochs)
+        alpha = (1 - math.cos(math.pi * t)) / 2 if strategy == "cos" else t
+        for g, lr0, swa_lr in zip(opt.param_groups, (0.5, 0.2), (0.05, 0.01)):
+            assert g["lr"] == pytest.approx(swa_lr * alpha + lr0 * (1 - alpha), rel=1e-12)
+        opt.step()
+        sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
+def test_swalr_after_another_schedule_and_errors():
+    # the usual recipe: a cosine schedule, then SWALR from wherever the lr got to
+    opt = _sgd()
+    cos = lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+    for _ in range(4):
+        cos.step()
+    lr_start = opt.param_groups[0]["lr"]
+    swa_sched = swa_utils.SWALR(opt, swa_lr=0.02, anneal_epochs=3, anneal_strategy="linear")
+    lrs = []
+    for _ in range(5):
+        swa_sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    want = [0.02 * min(1, k / 3) + lr_start * (1 - min(1, k / 3)) for k in range(1, 6)]
+    np.testing.assert_allclose(lrs, want, rtol=1e-12)
+    with pytest.raises(ValueError) as e:
+        swa_utils.SWALR(_sgd(), swa_lr=0.1, anneal_strategy="exp")
+    assert str(e.value) == ("anneal_strategy must by one of 'cos' or 'linear', instead got "
+                            "exp")
+    with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0, "
+                                         "got -1"):
+        swa_utils.SWALR(_sgd(), swa_lr=0.1, anneal_epochs=-1)
+    with pytest.raises(ValueError, match="swa_lr must have the same length"):
+        swa_utils.SWALR(_sgd(), swa_lr=[0.1, 0.2])
+
+
+def test_exports():
+    for name in ["Adamax", "NAdam", "RAdam", "Rprop", "ASGD"]:
+        assert issubclass(getattr(optim, name), optim.Optimizer)
+    for name in ["CyclicLR", "CosineAnnealingWarmRestarts", "ConstantLR", "PolynomialLR",
+                 "MultiplicativeLR", "ChainedScheduler"]:
+        assert name in lr_scheduler.__all__
+        assert issubclass(getattr(lr_scheduler, name), lr_scheduler.LRScheduler)
+    assert optim.swa_utils is swa_utils
+    assert set(swa_utils.__all__) == {"AveragedModel", "update_bn", "SWALR",
+                                      "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
+                                      "get_ema_avg_fn", "get_swa_avg_fn"}
+    assert issubclass(swa_utils.SWALR, lr_scheduler.LRScheduler)
