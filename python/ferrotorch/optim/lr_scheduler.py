@@ -17,13 +17,18 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
+from functools import partial
 
+from ferrotorch import _C
 from ferrotorch.optim.optimizer import Optimizer
+
+Tensor = _C.Tensor
 
 __all__ = [
     "LRScheduler", "_LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
     "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
-    "SequentialLR", "ChainedScheduler", "OneCycleLR", "ReduceLROnPlateau",
+    "SequentialLR", "ChainedScheduler", "OneCycleLR", "ReduceLROnPlateau", "CyclicLR",
+    "CosineAnnealingWarmRestarts",
 ]
 
 
@@ -102,6 +107,22 @@ _LRScheduler = LRScheduler
 
 def _group_lrs(scheduler):
     return [group["lr"] for group in scheduler.optimizer.param_groups]
+
+
+def _format_param(name, optimizer, param):
+    """One value per parameter group (a list/tuple must have one per group)."""
+    def _copy(value):
+        return value.clone() if isinstance(value, Tensor) else value
+
+    if isinstance(param, (list, tuple)):
+        if len(param) != len(optimizer.param_groups):
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. {name} has "
+                f"{len(param)} values, param_groups has {len(optimizer.param_groups)}."
+            )
+    else:
+        param = [param] * len(optimizer.param_groups)
+    return list(map(_copy, param))
 
 
 class LambdaLR(LRScheduler):
@@ -627,3 +648,210 @@ class ReduceLROnPlateau(LRScheduler):
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold,
                              threshold_mode=self.threshold_mode)
+
+
+def _triangular_scale_fn(x):
+    return 1.0
+
+
+def _triangular2_scale_fn(x):
+    return 1 / (2.0 ** (x - 1))
+
+
+def _exp_range_scale_fn(gamma, x):
+    return gamma ** x
+
+
+class CyclicLR(LRScheduler):
+    r"""Cyclical learning rates (Smith, 2015): the lr goes linearly from ``base_lr`` up to
+    ``max_lr`` over ``step_size_up`` iterations and back over ``step_size_down``, the
+    amplitude scaled by ``scale_fn`` (of the cycle number or of the iteration):
+
+    .. code-block:: text
+
+        cycle = floor(1 + it / (up + down));   x = 1 + it / (up + down) - cycle
+        f = x / r if x <= r else (x - 1) / (r - 1)          (r = up / (up + down))
+        lr = base_lr + (max_lr - base_lr) * f * scale_fn(cycle or it)
+
+    ``"triangular"``: ``scale_fn = 1``; ``"triangular2"``: halve each cycle;
+    ``"exp_range"``: ``gamma ** it``. With ``cycle_momentum`` the momentum (or Adam's beta1)
+    moves the opposite way between ``max_momentum`` and ``base_momentum``. Step it after every
+    batch.
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1,
+                 verbose="deprecated"):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                if isinstance(group["lr"], Tensor):
+                    lr_val = lr.item() if isinstance(lr, Tensor) else lr
+                    group["lr"].fill_(lr_val)
+                else:
+                    group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_ref = None
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m_momentum, b_momentum, group in zip(self.max_momentums,
+                                                         self.base_momentums,
+                                                         optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m_momentum, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m_momentum
+                    group["max_momentum"] = m_momentum
+                    group["base_momentum"] = b_momentum
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        self._scale_fn_ref = None
+        if self._scale_fn_custom is None:
+            if self.mode == "triangular":
+                self._scale_fn_ref = _triangular_scale_fn
+                self.scale_mode = "cycle"
+            elif self.mode == "triangular2":
+                self._scale_fn_ref = _triangular2_scale_fn
+                self.scale_mode = "cycle"
+            elif self.mode == "exp_range":
+                self._scale_fn_ref = partial(_exp_range_scale_fn, self.gamma)
+                self.scale_mode = "iterations"
+
+    def scale_fn(self, x):
+        """The amplitude scale at cycle (or iteration) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale_arg = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = []
+        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs):
+            base_height = (max_lr - base_lr) * scale_factor
+            lrs.append(base_lr + base_height * self.scale_fn(scale_arg))
+        if self.cycle_momentum:
+            momentums = []
+            for base_momentum, max_momentum in zip(self.base_momentums, self.max_momentums):
+                base_height = (max_momentum - base_momentum) * scale_factor
+                momentums.append(max_momentum - base_height * self.scale_fn(scale_arg))
+            for param_group, momentum in zip(self.optimizer.param_groups, momentums):
+                if self.use_beta1:
+                    param_group["betas"] = (momentum, *param_group["betas"][1:])
+                else:
+                    param_group["momentum"] = momentum
+        return lrs
+
+    def state_dict(self):
+        """As the base class, without the scale function (a callable object's ``__dict__`` is
+        saved)."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    r"""SGDR (Loshchilov & Hutter, 2016): cosine annealing from ``base_lr`` to ``eta_min``
+    restarted every ``T_i`` epochs (``T_0``, then multiplied by ``T_mult``):
+
+    .. code-block:: text
+
+        lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * T_cur / T_i)) / 2
+
+    ``step(epoch)`` accepts fractional epochs (e.g. ``epoch + i / iters`` within an epoch).
+    """
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1,  # noqa: N803
+                 verbose="deprecated"):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(
+                f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base_lr - self.eta_min)
+                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base_lr in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Advance one epoch, or jump to ``epoch`` (which may be fractional)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur - self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for param_group, lr in zip(self.optimizer.param_groups, values):
+            param_group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
