@@ -1,6 +1,8 @@
 """``ferrotorch.nn``: modules, parameters, functional API, initialisers (as ``torch.nn``)."""
 
-from ferrotorch.nn.parameter import Buffer, Parameter  # noqa: F401
+from ferrotorch.nn.parameter import (  # noqa: F401
+    Buffer, Parameter, UninitializedBuffer, UninitializedParameter,
+)
 from ferrotorch.nn import functional, init  # noqa: F401
 from ferrotorch.nn.modules import *  # noqa: F401,F403
 from ferrotorch.nn.modules import Module  # noqa: F401

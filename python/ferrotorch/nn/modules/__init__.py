@@ -26,3 +26,11 @@ from ferrotorch.nn.modules.normalization import (  # noqa: F401
 from ferrotorch.nn.modules.conv import *  # noqa: F401,F403
 from ferrotorch.nn.modules.padding import *  # noqa: F401,F403
 from ferrotorch.nn.modules.distance import *  # noqa: F401,F403
+from ferrotorch.nn.modules.lazy import LazyModuleMixin  # noqa: F401
+from ferrotorch.nn.modules.linear import LazyLinear  # noqa: F401
+from ferrotorch.nn.modules.batchnorm import (  # noqa: F401
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+)
+from ferrotorch.nn.modules.instancenorm import (  # noqa: F401
+    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
+)

@@ -5,8 +5,10 @@ import math
 from ferrotorch import _C
 from ferrotorch.nn import functional as F
 from ferrotorch.nn import init
+from ferrotorch.autograd.grad_mode import no_grad
+from ferrotorch.nn.modules.lazy import LazyModuleMixin
 from ferrotorch.nn.modules.module import Module
-from ferrotorch.nn.parameter import Parameter
+from ferrotorch.nn.parameter import Parameter, UninitializedParameter
 
 __all__ = ["Identity", "Linear", "Bilinear"]
 
@@ -99,3 +101,43 @@ class Bilinear(Module):
 
 class NonDynamicallyQuantizableLinear(Linear):
     """``Linear`` under PyTorch's name for ``MultiheadAttention.out_proj``."""
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    r"""A :class:`Linear` whose ``in_features`` is inferred from the last dimension of the
+    first input; it then becomes a ``Linear`` (initialised like one).
+
+    >>> import ferrotorch as torch
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     m = torch.nn.LazyLinear(3)
+    >>> m(torch.randn(2, 5)).shape, type(m).__name__, m.in_features
+    (ferrotorch.Size([2, 3]), 'Linear', 5)
+    """
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        # bias=False so no tensor is created just to be replaced.
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+
+
+__all__ += ["LazyLinear"]

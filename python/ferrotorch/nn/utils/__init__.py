@@ -1,4 +1,5 @@
-"""``ferrotorch.nn.utils``: gradient clipping and parameter/vector conversion."""
+"""``ferrotorch.nn.utils``: gradient clipping, parameter/vector conversion, parametrizations,
+weight/spectral normalisation, ``skip_init`` and ``stateless.functional_call``."""
 
 from ferrotorch.nn.utils.clip_grad import (  # noqa: F401
     clip_grad_norm, clip_grad_norm_, clip_grad_value_, get_total_norm,
@@ -7,3 +8,11 @@ from ferrotorch.nn.utils.convert_parameters import (  # noqa: F401
     parameters_to_vector, vector_to_parameters,
 )
 from ferrotorch.nn.utils import rnn  # noqa: F401,E402
+from ferrotorch.nn.utils import parametrize  # noqa: F401,E402
+from ferrotorch.nn.utils import parametrizations  # noqa: F401,E402
+from ferrotorch.nn.utils import stateless  # noqa: F401,E402
+from ferrotorch.nn.utils.weight_norm import remove_weight_norm, weight_norm  # noqa: F401,E402
+from ferrotorch.nn.utils.spectral_norm import (  # noqa: F401,E402
+    remove_spectral_norm, spectral_norm,
+)
+from ferrotorch.nn.utils.init import skip_init  # noqa: F401,E402
