@@ -66,3 +66,5 @@ from ferrotorch.serialization import load, save
 from ferrotorch.nn.functional import pixel_shuffle, pixel_unshuffle  # torch.pixel_shuffle
 from ferrotorch.nn.functional import conv3d, max_pool3d  # torch.conv3d, torch.max_pool3d
 from ferrotorch import distributions, testing  # noqa: E402 (needs nn)
+from ferrotorch import func  # torch.func: grad, vjp, jvp, jacrev, jacfwd, hessian, vmap (needs nn)
+from ferrotorch.func import vmap  # torch.vmap
