@@ -16,7 +16,7 @@ Differences from PyTorch:
   calls ``func`` once per slice and stacks the results along ``out_dims``. Values are the ones
   ``torch.vmap`` gives; the speed is that of the loop, not of a batched kernel.
 * At the outermost level, results of ``grad``/``vjp``/``jacrev``/... are returned detached unless
-  one of the differentiated inputs itself requires grad (then they keep their graph so that
+  one of the arguments itself requires grad (then they keep their graph so that
   ordinary autograd can go through them). A gradient that depends only on a tensor captured by a
   closure (not passed as an argument) is therefore returned detached at the outermost level.
 """
@@ -167,11 +167,12 @@ class _Ctx:
         self.args = list(args)
         self.specs = []
         self.leaves = []  # differentiable stand-ins, in order
-        self.outer = _DEPTH[0] > 0  # nested inside another transform
+        # Keep the graph when nested inside another transform, or when any argument already
+        # requires grad (so ordinary autograd can differentiate through the result).
+        self.outer = _DEPTH[0] > 0 or any(
+            isinstance(x, Tensor) and x.requires_grad for x in _tree_flatten(tuple(args))[0])
         for n in nums:
             lv, spec = _tree_flatten(args[n])
-            if any(isinstance(x, Tensor) and x.requires_grad for x in lv):
-                self.outer = True
             new = [_make_diff(x) for x in lv]
             self.leaves.extend(new)
             self.specs.append((spec, len(new)))

@@ -144,6 +144,12 @@ def test_grad_input_requiring_grad_keeps_graph():
     assert g.requires_grad
     g.sum().backward()
     close(x.grad, 6 * X3)
+    # an undifferentiated argument that requires grad: d/dw of grad_x (w * x^2).sum() = 2x
+    w = T(X3 + 1, requires_grad=True)
+    g = F.grad(lambda x, w: (w * x ** 2).sum())(T(X3), w)
+    close(g, 2 * (X3 + 1) * X3)
+    g.sum().backward()
+    close(w.grad, 2 * X3)
 
 
 # ------------------------------------------------------------------------------------------
