@@ -501,6 +501,75 @@ pub fn bernoulli(input: &Tensor, p: Option<f64>, gen: Option<&Generator>) -> Res
     Ok(out)
 }
 
+/// Draw one `f64` per element of `params` (in order) with `draw(param, rng)`, from the chunked
+/// streams of `gen`'s next key; the result has the parameters' shape, dtype and device.
+fn sample_per_element(
+    params: &Tensor,
+    gen: Option<&Generator>,
+    draw: impl Fn(f64, &mut StdRng) -> f64 + Sync,
+) -> Result<Tensor> {
+    let host = crate::no_grad(|| params.to_device(Device::Cpu))?;
+    let p = host.to_dtype(DType::F64).contiguous().to_vec::<f64>()?;
+    let key = key_of(gen);
+    let mut out: Vec<f64> = try_filled(p.len(), 0.0)?;
+    let fill = |(c, chunk): (usize, &mut [f64])| {
+        let mut rng = key.rng(c as u64);
+        let base = c * RNG_CHUNK;
+        for (i, o) in chunk.iter_mut().enumerate() {
+            *o = draw(p[base + i], &mut rng);
+        }
+    };
+    if p.len() >= 2 * RNG_CHUNK {
+        out.par_chunks_mut(RNG_CHUNK).enumerate().for_each(fill);
+    } else {
+        out.chunks_mut(RNG_CHUNK).enumerate().for_each(fill);
+    }
+    Tensor::from_vec(out, params.shape())?
+        .to_dtype(params.dtype())
+        .to_device(params.device())
+}
+
+/// `torch._standard_gamma(alpha)`: Gamma(alpha, 1) samples (Marsaglia-Tsang, `rand_distr`),
+/// clamped below to the dtype's smallest normal number as PyTorch does so that ratios of
+/// them (Beta, Dirichlet) stay finite; NaN for a negative or NaN `alpha`.
+pub fn standard_gamma(alpha: &Tensor, gen: Option<&Generator>) -> Result<Tensor> {
+    require_float(alpha.dtype(), "_standard_gamma")?;
+    let tiny = match alpha.dtype() {
+        DType::F64 => f64::MIN_POSITIVE,
+        DType::F16 => 6.103_515_625e-5,
+        _ => f32::MIN_POSITIVE as f64,
+    };
+    sample_per_element(alpha, gen, |a, rng| {
+        if a.is_nan() || a < 0.0 {
+            return f64::NAN;
+        }
+        match rand_distr::Gamma::new(a, 1.0) {
+            Ok(d) if a > 0.0 => d.sample(rng).max(tiny),
+            _ => tiny,
+        }
+    })
+}
+
+/// `torch.poisson(rates)`: Poisson counts (as floats of `rates`' dtype) with the given rates.
+pub fn poisson(rates: &Tensor, gen: Option<&Generator>) -> Result<Tensor> {
+    require_float(rates.dtype(), "poisson")?;
+    let host = crate::no_grad(|| rates.to_device(Device::Cpu))?;
+    if host
+        .to_dtype(DType::F64)
+        .to_vec::<f64>()?
+        .iter()
+        .any(|&r| r.is_nan() || r < 0.0)
+    {
+        return Err(Error::Runtime(
+            "invalid Poisson rate, expected rate to be non-negative".into(),
+        ));
+    }
+    sample_per_element(rates, gen, |r, rng| match rand_distr::Poisson::new(r) {
+        Ok(d) => d.sample(rng),
+        Err(_) => 0.0, // rate 0
+    })
+}
+
 /// `torch.multinomial(input, num_samples, replacement)`: category indices drawn from the
 /// (unnormalised) weights in each row of `input` (1-D or 2-D). Without replacement each
 /// category is drawn at most once.

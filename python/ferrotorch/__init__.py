@@ -23,6 +23,8 @@ from ferrotorch import autograd, viz
 from ferrotorch import special  # torch.special
 from ferrotorch.special import i0  # torch.i0
 from ferrotorch.special import polygamma  # torch.polygamma
+from ferrotorch.special import gammainc as igamma  # torch.igamma
+from ferrotorch.special import gammaincc as igammac  # torch.igammac
 from ferrotorch.special import multigammaln as mvlgamma  # torch.mvlgamma
 from ferrotorch.autograd.grad_mode import (
     enable_grad,
@@ -68,3 +70,4 @@ from ferrotorch.nn.functional import conv3d, max_pool3d  # torch.conv3d, torch.m
 from ferrotorch import distributions, testing  # noqa: E402 (needs nn)
 from ferrotorch import func  # torch.func: grad, vjp, jvp, jacrev, jacfwd, hessian, vmap (needs nn)
 from ferrotorch.func import vmap  # torch.vmap
+from ferrotorch.distributions.gamma import _standard_gamma  # noqa: E402

@@ -15,6 +15,7 @@ __all__ = [
     "expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "logsumexp",
     "softmax", "log_softmax", "xlogy", "xlog1py", "sinc", "entr", "ndtr", "ndtri", "log_ndtr",
     "round", "i0", "i0e", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "zeta",
+    "gammainc", "gammaincc",
 ]
 
 _SQRT1_2 = math.sqrt(0.5)
@@ -262,6 +263,19 @@ def zeta(input, other, *, out=None):
     ``other`` only, as in PyTorch."""
     input, other = _pair(input, other)
     return _out(input._special_zeta(other), out)
+
+
+def gammainc(input, other, *, out=None):
+    """Regularised lower incomplete gamma ``P(input, other)``; differentiable in ``other``
+    only, as in PyTorch."""
+    input, other = _pair(input, other)
+    return _out(input.igamma(other), out)
+
+
+def gammaincc(input, other, *, out=None):
+    """Regularised upper incomplete gamma ``Q(input, other) = 1 - P(input, other)``."""
+    input, other = _pair(input, other)
+    return _out(input.igammac(other), out)
 
 
 def polygamma(n, input, *, out=None):

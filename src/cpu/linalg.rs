@@ -693,7 +693,10 @@ mod tests {
             l[i * 3 + i] = 1.0;
         }
         let lu = matmul(&l, &u, 3, 3, 3);
-        let pa: Vec<f64> = perm.iter().flat_map(|&r| a[r * 3..r * 3 + 3].to_vec()).collect();
+        let pa: Vec<f64> = perm
+            .iter()
+            .flat_map(|&r| a[r * 3..r * 3 + 3].to_vec())
+            .collect();
         assert!(close(&lu, &pa));
         let singular = lu_factor(&[1.0, 2.0, 2.0, 4.0], 2, 2);
         assert_eq!(singular.info, 2);

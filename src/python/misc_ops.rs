@@ -161,6 +161,8 @@ operand_methods! {
     fmod, fmod_ => fmod;
     xlogy, xlogy_ => xlogy;
     _special_zeta, _special_zeta_ => zeta;
+    igamma, igamma_ => igamma;
+    igammac, igammac_ => igammac;
 }
 
 #[pymethods]

@@ -654,6 +654,42 @@ fn bernoulli(
     write_out(out, r)
 }
 
+/// `_standard_gamma_raw(alpha, *, generator=None)`: Gamma(alpha, 1) samples without autograd
+/// (the Python layer adds the implicit-reparameterisation gradient).
+#[pyfunction]
+#[pyo3(signature = (alpha, *, generator=None))]
+fn _standard_gamma_raw(
+    py: Python<'_>,
+    alpha: PyRef<'_, PyTensor>,
+    generator: Option<PyRef<'_, PyGenerator>>,
+) -> PyResult<PyTensor> {
+    let (a, g) = (&alpha.inner, gen_of(&generator));
+    Ok(run(py, a.numel(), || random::standard_gamma(a, g.as_ref()))?.into())
+}
+
+/// `_standard_gamma_grad(alpha, samples)`: `d sample / d alpha` at a fixed quantile.
+#[pyfunction]
+fn _standard_gamma_grad(
+    py: Python<'_>,
+    alpha: PyRef<'_, PyTensor>,
+    samples: PyRef<'_, PyTensor>,
+) -> PyResult<PyTensor> {
+    let (a, x) = (&alpha.inner, &samples.inner);
+    Ok(run(py, a.numel(), || a.standard_gamma_grad(x))?.into())
+}
+
+/// `poisson(input, generator=None)`.
+#[pyfunction]
+#[pyo3(signature = (input, generator=None))]
+fn poisson(
+    py: Python<'_>,
+    input: PyRef<'_, PyTensor>,
+    generator: Option<PyRef<'_, PyGenerator>>,
+) -> PyResult<PyTensor> {
+    let (r, g) = (&input.inner, gen_of(&generator));
+    Ok(run(py, r.numel(), || random::poisson(r, g.as_ref()))?.into())
+}
+
 #[pyfunction]
 #[pyo3(signature = (input, num_samples, replacement=false, *, generator=None, out=None))]
 fn multinomial(
@@ -686,5 +722,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(randint_like, m)?)?;
     m.add_function(wrap_pyfunction!(bernoulli, m)?)?;
     m.add_function(wrap_pyfunction!(multinomial, m)?)?;
+    m.add_function(wrap_pyfunction!(_standard_gamma_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(_standard_gamma_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(poisson, m)?)?;
     Ok(())
 }

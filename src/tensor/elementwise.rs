@@ -1444,6 +1444,40 @@ impl Tensor {
         )
     }
 
+    /// Regularised lower incomplete gamma `P(self, other)` (`torch.igamma`).
+    fn igamma_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        self.float_binary(
+            other,
+            "igamma",
+            true,
+            |a, x| crate::math::gammainc(a as f64, x as f64) as f32,
+            crate::math::gammainc,
+        )
+    }
+
+    /// Regularised upper incomplete gamma `Q(self, other)` (`torch.igammac`).
+    fn igammac_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        self.float_binary(
+            other,
+            "igammac",
+            true,
+            |a, x| crate::math::gammaincc(a as f64, x as f64) as f32,
+            crate::math::gammaincc,
+        )
+    }
+
+    /// `d x / d self` for Gamma(`self`, 1) samples `other` at a fixed quantile (the implicit
+    /// reparameterisation gradient of `torch._standard_gamma`). Not differentiable.
+    pub fn standard_gamma_grad(&self, samples: &Tensor) -> Result<Tensor> {
+        self.float_binary(
+            &TensorOrScalar::Tensor(samples.clone()),
+            "_standard_gamma_grad",
+            true,
+            |a, x| crate::math::standard_gamma_grad(a as f64, x as f64) as f32,
+            crate::math::standard_gamma_grad,
+        )
+    }
+
     /// `copysign(other)`: magnitude of `self`, sign of `other` (integers give floats).
     fn copysign_raw(&self, other: &TensorOrScalar) -> Result<Tensor> {
         self.float_binary(other, "copysign", true, f32::copysign, f64::copysign)
@@ -2074,6 +2108,47 @@ impl Tensor {
             Ok((None, Some(gmuls(&gmul(g, &dq)?, -1.0)?)))
         });
         Ok(out)
+    }
+
+    /// `igamma(other)`: `P(self, other)`; differentiable in `other` only, as in PyTorch
+    /// (`∂P/∂x = x^(a-1) e^-x / Γ(a)`).
+    pub fn igamma(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.igamma_raw(other)?;
+        self.record_incomplete_gamma("IgammaBackward0", other, &out, 1.0);
+        Ok(out)
+    }
+
+    /// `igammac(other)`: `Q(self, other) = 1 - P(self, other)`; differentiable in `other`.
+    pub fn igammac(&self, other: &TensorOrScalar) -> Result<Tensor> {
+        let out = self.igammac_raw(other)?;
+        self.record_incomplete_gamma("IgammacBackward0", other, &out, -1.0);
+        Ok(out)
+    }
+
+    fn record_incomplete_gamma(
+        &self,
+        name: &'static str,
+        other: &TensorOrScalar,
+        out: &Tensor,
+        sign: f64,
+    ) {
+        let self_needs_grad = self.requires_grad();
+        self.record_binary_misc(name, other, out, move |g, a, x| {
+            if self_needs_grad {
+                return Err(crate::Error::Runtime(format!(
+                    "the derivative of {} with respect to its first argument (a) is not implemented",
+                    if sign > 0.0 { "igamma" } else { "igammac" }
+                )));
+            }
+            // exp((a - 1) log x - x - lgamma(a)), with xlogy so that a = 1, x = 0 gives e^0.
+            let am1 = a.binary_scalar(Scalar::Float(1.0), BinaryOp::Sub, false)?;
+            let log_density = gsub(
+                &gsub(&am1.xlogy(&TensorOrScalar::Tensor(x.clone()))?, x)?,
+                &a.unary(UnaryOp::Lgamma)?,
+            )?;
+            let dx = gmuls(&gmul(g, &log_density.unary(UnaryOp::Exp)?)?, sign)?;
+            Ok((None, Some(dx)))
+        });
     }
 
     /// `copysign(other)`: magnitude of `self`, sign of `other` (integers give floats).

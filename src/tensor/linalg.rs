@@ -1730,7 +1730,9 @@ impl Tensor {
             )));
         }
         if pivots.ndim() == 0 {
-            return Err(rt(format!("{op}: LU_pivots must have at least one dimension")));
+            return Err(rt(format!(
+                "{op}: LU_pivots must have at least one dimension"
+            )));
         }
         let k = pivots.shape()[pivots.ndim() - 1];
         if k > m {
@@ -1752,7 +1754,10 @@ impl Tensor {
                 )));
             }
             let piv32: Vec<i32> = piv.iter().map(|&v| v as i32).collect();
-            for (i, r) in kern::pivots_to_permutation(&piv32, m).into_iter().enumerate() {
+            for (i, r) in kern::pivots_to_permutation(&piv32, m)
+                .into_iter()
+                .enumerate()
+            {
                 mat[r * m + i] = 1.0;
             }
         }

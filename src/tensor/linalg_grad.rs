@@ -380,8 +380,7 @@ impl Tensor {
         left: bool,
         unitriangular: bool,
     ) -> Result<Tensor> {
-        let out =
-            no_grad(|| self.linalg_solve_triangular_raw(b, upper, left, unitriangular))?;
+        let out = no_grad(|| self.linalg_solve_triangular_raw(b, upper, left, unitriangular))?;
         if needs_grad(&[self, b]) {
             const NAME: &str = "LinalgSolveTriangularBackward0";
             let (need_a, need_b) = (self.requires_grad(), b.requires_grad());
@@ -836,7 +835,8 @@ fn lu_backward(
         None => zeros(u)?,
     };
     // X U^T = rhs (U^T is lower) and L^T Y = rhs (L^T is unit upper).
-    let right_ut = |rhs: &Tensor, u: &Tensor| u.mt()?.linalg_solve_triangular(rhs, false, false, false);
+    let right_ut =
+        |rhs: &Tensor, u: &Tensor| u.mt()?.linalg_solve_triangular(rhs, false, false, false);
     let left_lt = |l: &Tensor, rhs: &Tensor| l.mt()?.linalg_solve_triangular(rhs, true, true, true);
     let gb = if m == n {
         let phi = add(

@@ -15,11 +15,21 @@ from ferrotorch.distributions.continuous import (
 )
 from ferrotorch.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from ferrotorch.distributions.distribution import Distribution
+from ferrotorch.distributions.gamma import (
+    Beta,
+    Chi2,
+    Dirichlet,
+    Gamma,
+    Geometric,
+    Poisson,
+    StudentT,
+)
 from ferrotorch.distributions.kl import kl_divergence, register_kl
 from ferrotorch.distributions.multivariate import Independent, MultivariateNormal
 
 __all__ = [
-    "Bernoulli", "Categorical", "Cauchy", "Distribution", "Exponential", "Gumbel",
+    "Bernoulli", "Beta", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
+    "Exponential", "Gamma", "Geometric", "Gumbel", "Poisson", "StudentT",
     "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
     "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl",
 ]
