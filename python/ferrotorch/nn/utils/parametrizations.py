@@ -46,25 +46,6 @@ def _householder_product(A, tau):
     return Y
 
 
-def _matrix_exp(A):
-    r"""``exp(A)`` by scaling and squaring a degree-18 Taylor polynomial (the scaling chosen
-    from the 1-norm so that ``||A / 2^s|| <= 1/2``); differentiable through its matmuls."""
-    import math
-    n = A.size(-1)
-    with no_grad():
-        norm = A.detach().abs().sum(-2).amax().item() if A.numel() else 0.0
-    s = max(0, int(math.ceil(math.log2(norm / 0.5)))) if norm > 0.5 else 0
-    X = A / (2.0 ** s) if s else A
-    eye = _C.eye(n, dtype=A.dtype, device=A.device)
-    # Horner: I + X (I + X/2 (I + X/3 (... (I + X/18))))
-    P = eye + X / 18.0
-    for j in range(17, 0, -1):
-        P = eye + (X @ P) / float(j)
-    for _ in range(s):
-        P = P @ P
-    return P
-
-
 class _OrthMaps(Enum):
     matrix_exp = auto()
     cayley = auto()
@@ -98,11 +79,12 @@ class _Orthogonal(Module):
                     zeros = zeros.expand(*X.shape[:-2], n, n - k)
                 X = _C.cat([X, zeros], dim=-1)
             A = X - X.mH
+            import ferrotorch
+
             if self.orthogonal_map == _OrthMaps.matrix_exp:
-                Q = _matrix_exp(A)
+                Q = ferrotorch.linalg.matrix_exp(A)
             else:
                 # The Cayley retraction (I + A/2)(I - A/2)^{-1}
-                import ferrotorch
                 Id = _C.eye(n, dtype=A.dtype, device=A.device)
                 Q = ferrotorch.linalg.solve(Id - 0.5 * A, Id + 0.5 * A)
             if n != k:
