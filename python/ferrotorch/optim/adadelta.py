@@ -2,7 +2,12 @@
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
-    Optimizer, _fused_inputs, _to_scalar, _use_grad_for_differentiable, _zeros_like,
+    _closure_loss,
+    _fused_inputs,
+    Optimizer,
+    _to_scalar,
+    _use_grad_for_differentiable,
+    _zeros_like,
 )
 
 __all__ = ["Adadelta"]
@@ -36,12 +41,7 @@ class Adadelta(Optimizer):
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from ferrotorch.autograd.grad_mode import enable_grad
-
-            with enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         for group in self.param_groups:
             fused = _fused_inputs(group)
             if fused is not None:

@@ -268,6 +268,16 @@ class Optimizer:
             cls.step = hooked_step
 
 
+def _closure_loss(closure):
+    """The loss from a step's ``closure``, evaluated with grad enabled (None without one)."""
+    if closure is None:
+        return None
+    from ferrotorch.autograd.grad_mode import enable_grad
+
+    with enable_grad():
+        return closure()
+
+
 def _to_scalar(x):
     return x.item() if isinstance(x, Tensor) else x
 

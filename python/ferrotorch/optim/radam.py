@@ -4,7 +4,11 @@ import math
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
-    Optimizer, _to_scalar, _use_grad_for_differentiable, _zeros_like,
+    _closure_loss,
+    Optimizer,
+    _to_scalar,
+    _use_grad_for_differentiable,
+    _zeros_like,
 )
 
 __all__ = ["RAdam"]
@@ -65,12 +69,7 @@ class RAdam(Optimizer):
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from ferrotorch.autograd.grad_mode import enable_grad
-
-            with enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, wd = _to_scalar(group["lr"]), group["eps"], group["weight_decay"]

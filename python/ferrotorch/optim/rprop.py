@@ -2,7 +2,11 @@
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
-    Optimizer, _to_scalar, _use_grad_for_differentiable, _zeros_like,
+    _closure_loss,
+    Optimizer,
+    _to_scalar,
+    _use_grad_for_differentiable,
+    _zeros_like,
 )
 
 __all__ = ["Rprop"]
@@ -53,12 +57,7 @@ class Rprop(Optimizer):
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from ferrotorch.autograd.grad_mode import enable_grad
-
-            with enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
