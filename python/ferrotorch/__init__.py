@@ -71,3 +71,8 @@ from ferrotorch import distributions, testing  # noqa: E402 (needs nn)
 from ferrotorch import func  # torch.func: grad, vjp, jvp, jacrev, jacfwd, hessian, vmap (needs nn)
 from ferrotorch.func import vmap  # torch.vmap
 from ferrotorch.distributions.gamma import _standard_gamma  # noqa: E402
+from ferrotorch import amp  # noqa: E402 (wraps nn.functional ops: needs nn)
+from ferrotorch.amp import autocast  # noqa: E402 torch.autocast
+from ferrotorch.cuda import amp as _cuda_amp  # noqa: E402,F401 torch.cuda.amp
+from ferrotorch.amp import is_autocast_enabled  # noqa: E402 torch.is_autocast_enabled
+from ferrotorch._compile import compile  # noqa: E402,A004 torch.compile (runs eagerly)
