@@ -268,6 +268,24 @@ class Optimizer:
             cls.step = hooked_step
 
 
+def _check_adam_hyperparameters(lr, eps, betas, weight_decay):
+    """PyTorch's checks for the Adam family; returns ``lr`` as a float (a tensor lr is
+    read once)."""
+    if isinstance(lr, _C.Tensor):
+        lr = lr.item()
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    return lr
+
+
 def _closure_loss(closure):
     """The loss from a step's ``closure``, evaluated with grad enabled (None without one)."""
     if closure is None:
