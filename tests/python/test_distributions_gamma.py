@@ -245,3 +245,18 @@ def test_kl_closed_forms():
     lp, lq = p.log_prob(t(k)).numpy(), q.log_prob(t(k)).numpy()
     np.testing.assert_allclose(D.kl_divergence(p, q).item(), (np.exp(lp) * (lp - lq)).sum(),
                                rtol=1e-10)
+
+
+def test_expand_keeps_parameters_and_cached_values_consistent():
+    g = D.Geometric(probs=t([0.25, 0.5]))
+    _ = g.logits  # cached by lazy_property
+    e = g.expand((3, 2))
+    assert e.batch_shape == (3, 2) and e.logits.shape == (3, 2) and e.probs.shape == (3, 2)
+    np.testing.assert_allclose(e.log_prob(t([1.0, 1.0])).numpy(),
+                               np.broadcast_to(g.log_prob(t([1.0, 1.0])).numpy(), (3, 2)))
+    d = D.Dirichlet(t([1.0, 2.0, 3.0])).expand((4,))
+    assert d.batch_shape == (4,) and d.event_shape == (3,) and d.sample().shape == (4, 3)
+    u = D.Uniform(t(0.0), t(2.0)).expand((2,))
+    assert u.sample((5,)).shape == (5, 2) and u.entropy().shape == (2,)
+    n = D.Normal(t([0.0]), t([1.0])).expand((3, 1))
+    assert n.batch_shape == (3, 1) and n.loc.shape == (3, 1)

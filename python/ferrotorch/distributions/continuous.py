@@ -4,12 +4,11 @@ Uniform, Exponential, Laplace, Cauchy, Gumbel."""
 import math
 
 from ferrotorch import _C
-from ferrotorch._size import Size
 from ferrotorch.distributions import constraints
 from ferrotorch.distributions.distribution import (
     _EMPTY_SIZE,
     _LOG_SQRT_2PI,
-    Distribution,
+    _ExpandByAttributes,
     _standard_normal,
     _uniform_open,
     broadcast_all,
@@ -20,7 +19,7 @@ __all__ = ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Cauchy",
 _EULER_GAMMA = 0.57721566490153286060
 
 
-class _LocScale(Distribution):
+class _LocScale(_ExpandByAttributes):
     """A family parameterised by broadcast ``loc`` and positive ``scale``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -30,15 +29,6 @@ class _LocScale(Distribution):
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(type(self), _instance)
-        batch_shape = Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def _check(self, value):
         if self._validate_args:
@@ -246,7 +236,7 @@ class Gumbel(_LocScale):
         return self.scale.log() + (1 + _EULER_GAMMA)
 
 
-class Uniform(Distribution):
+class Uniform(_ExpandByAttributes):
     """Uniform distribution on the half-open interval ``[low, high)``."""
 
     arg_constraints = {"low": constraints.dependent, "high": constraints.dependent}
@@ -261,14 +251,6 @@ class Uniform(Distribution):
     @property
     def support(self):
         return constraints.interval(self.low, self.high)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = Size(batch_shape)
-        new.low, new.high = self.low.expand(batch_shape), self.high.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self):
@@ -311,7 +293,7 @@ class Uniform(Distribution):
         return (self.high - self.low).log()
 
 
-class Exponential(Distribution):
+class Exponential(_ExpandByAttributes):
     """Exponential distribution with ``rate`` (inverse scale)."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -321,14 +303,6 @@ class Exponential(Distribution):
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Exponential, _instance)
-        batch_shape = Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def mean(self):

@@ -231,6 +231,25 @@ class Distribution:
         return f"{type(self).__name__}({args})"
 
 
+class _ExpandByAttributes(Distribution):
+    """``expand`` for distributions whose tensor attributes (parameters, and derived values
+    cached by ``lazy_property``) all have the batch shape as their leading dims."""
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(type(self), _instance)
+        batch_shape = Size(batch_shape)
+        n = len(self._batch_shape)
+        for name, value in self.__dict__.items():
+            if name in ("_batch_shape", "_event_shape"):
+                continue
+            if isinstance(value, _C.Tensor):
+                value = value.expand(tuple(batch_shape) + tuple(value.shape[n:]))
+            new.__dict__[name] = value
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+
 def _C_no_grad():
     from ferrotorch.autograd.grad_mode import no_grad
 

@@ -7,12 +7,11 @@ as in PyTorch."""
 import math
 
 from ferrotorch import _C
-from ferrotorch._size import Size
 from ferrotorch.autograd import Function
 from ferrotorch.distributions import constraints
 from ferrotorch.distributions.distribution import (
     _EMPTY_SIZE,
-    Distribution,
+    _ExpandByAttributes,
     _standard_normal,
     broadcast_all,
     lazy_property,
@@ -47,33 +46,12 @@ def _no_grad():
     return no_grad()
 
 
-class _Expandable(Distribution):
-    """``expand`` for distributions whose parameters are plain attributes of one shape."""
-
-    _params = ()
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(type(self), _instance)
-        batch_shape = Size(batch_shape)
-        for name in self._params:
-            value = getattr(self, name)
-            event = tuple(value.shape[len(self.batch_shape):])
-            setattr(new, name, value.expand(tuple(batch_shape) + event))
-        for name, value in self.__dict__.items():
-            if name not in self._params and name not in ("_batch_shape", "_event_shape"):
-                new.__dict__.setdefault(name, value)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-
-class Gamma(_Expandable):
+class Gamma(_ExpandByAttributes):
     """Gamma distribution with shape ``concentration`` and inverse scale ``rate``."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
-    _params = ("concentration", "rate")
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -129,13 +107,12 @@ class Chi2(Gamma):
         return self.concentration * 2
 
 
-class Dirichlet(_Expandable):
+class Dirichlet(_ExpandByAttributes):
     """Dirichlet distribution over the simplex with ``concentration`` (``..., K``)."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
-    _params = ("concentration",)
 
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
@@ -188,7 +165,7 @@ class Dirichlet(_Expandable):
                 - ((c - 1.0) * c.digamma()).sum(-1))
 
 
-class Beta(_Expandable):
+class Beta(_ExpandByAttributes):
     """Beta distribution on [0, 1] with ``concentration1`` (alpha) and ``concentration0``
     (beta)."""
 
@@ -196,7 +173,6 @@ class Beta(_Expandable):
                        "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
-    _params = ("concentration1", "concentration0")
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -234,14 +210,13 @@ class Beta(_Expandable):
         return self._dirichlet.entropy()
 
 
-class StudentT(_Expandable):
+class StudentT(_ExpandByAttributes):
     """Student's t distribution with ``df`` degrees of freedom, ``loc`` and ``scale``."""
 
     arg_constraints = {"df": constraints.positive, "loc": constraints.real,
                        "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
-    _params = ("df", "loc", "scale")
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
@@ -288,12 +263,11 @@ class StudentT(_Expandable):
                 + 0.5 * df.log() + lbeta)
 
 
-class Poisson(_Expandable):
+class Poisson(_ExpandByAttributes):
     """Poisson distribution with ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
-    _params = ("rate",)
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
@@ -324,7 +298,7 @@ class Poisson(_Expandable):
         return value.xlogy(rate) - rate - (value + 1).lgamma()
 
 
-class Geometric(_Expandable):
+class Geometric(_ExpandByAttributes):
     """Number of failures before the first success, with success probability ``probs`` (or
     ``sigmoid(logits)``)."""
 
@@ -336,11 +310,9 @@ class Geometric(_Expandable):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
-            self._params = ("probs",)
             shape = self.probs.shape
         else:
             (self.logits,) = broadcast_all(logits)
-            self._params = ("logits",)
             shape = self.logits.shape
         super().__init__(shape, validate_args=validate_args)
 
