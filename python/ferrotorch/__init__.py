@@ -76,3 +76,9 @@ from ferrotorch.amp import autocast  # noqa: E402 torch.autocast
 from ferrotorch.cuda import amp as _cuda_amp  # noqa: E402,F401 torch.cuda.amp
 from ferrotorch.amp import is_autocast_enabled  # noqa: E402 torch.is_autocast_enabled
 from ferrotorch._compile import compile  # noqa: E402,A004 torch.compile (runs eagerly)
+from ferrotorch._complex import *  # noqa: E402,F403 real, imag, conj, angle, isreal... on real tensors
+from ferrotorch._gradient import gradient  # noqa: E402 torch.gradient
+from ferrotorch._deterministic import *  # noqa: E402,F403 use_deterministic_algorithms...
+from ferrotorch._storage import TypedStorage, UntypedStorage  # noqa: E402 Tensor.untyped_storage
+from ferrotorch._default_device import get_default_device, set_default_device  # noqa: E402
+from ferrotorch import distributed, multiprocessing  # noqa: E402
