@@ -8,7 +8,7 @@ from multiprocessing import *  # noqa: F403 (the re-exported API)
 
 __all__ = list(multiprocessing.__all__) + [
     "get_sharing_strategy", "set_sharing_strategy", "get_all_sharing_strategies", "spawn",
-    "ProcessRaisedException", "ProcessExitedException",
+    "start_processes", "ProcessContext", "ProcessRaisedException", "ProcessExitedException",
 ]
 
 _all_sharing_strategies = ({"file_descriptor", "file_system"} if sys.platform != "darwin"
