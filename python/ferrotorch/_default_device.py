@@ -8,13 +8,15 @@ While a device other than the CPU is the default, the factory functions (``tenso
 by wrappers that pass ``device=<default>`` when the call gives no device or ``device=None``.
 With the CPU as the default (the initial state) the wrappers are swapped out, so the common
 case calls the unwrapped functions. The ``*_like`` functions keep their input's device, as in
-PyTorch. The setting is process-wide (PyTorch keeps it per thread).
+PyTorch. The setting is per thread, as PyTorch's; the wrappers are installed while any thread
+has a non-CPU default.
 
 Setting ``'cuda'`` without a GPU is allowed; the factory calls then raise the native
 module's RuntimeError saying why CUDA cannot be used.
 """
 
 import functools
+import threading
 
 from ferrotorch import _C
 
@@ -28,16 +30,23 @@ _FACTORIES = (
     "bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window",
 )
 
-_default = None  # None: the CPU; else a non-CPU _C.device
+_LOCAL = threading.local()  # .default: None (the CPU) or a non-CPU _C.device; .stack
 _swaps = None  # [(namespace, name, original, wrapper)], built on first use
-_context_stack = []  # previous defaults saved by `with device(...):`
+_threads_with_default = 0  # threads whose default is not the CPU; wrappers installed while > 0
+_lock = threading.Lock()
+
+
+def _default():
+    return getattr(_LOCAL, "default", None)
 
 
 def _wrap(fn):
     @functools.wraps(fn)
     def with_default_device(*args, **kwargs):
-        if kwargs.get("device") is None and _default is not None:
-            kwargs["device"] = _default
+        if kwargs.get("device") is None:
+            default = getattr(_LOCAL, "default", None)
+            if default is not None:
+                kwargs["device"] = default
         return fn(*args, **kwargs)
 
     with_default_device.__wrapped_by_default_device__ = fn
@@ -78,36 +87,43 @@ def set_default_device(device):
     """Make ``device`` the device the factory functions use when given no ``device``
     (``None`` resets it to the CPU). Nothing is checked until a tensor is created, as in
     PyTorch: with ``'cuda'`` and no GPU, the factory calls raise."""
-    global _default
+    global _threads_with_default
     d = None if device is None else _as_device(device)
     if d is not None and d.type == "cpu":
         d = None
-    was_set = _default is not None
-    _default = d
+    was_set = _default() is not None
+    _LOCAL.default = d
     if (d is not None) != was_set:
-        _install(d is not None)
+        with _lock:
+            _threads_with_default += 1 if d is not None else -1
+            if _threads_with_default == (1 if d is not None else 0):
+                _install(d is not None)
 
 
 def get_default_device():
     """The device the factory functions use by default (``cpu`` unless set); a CUDA
     default without an index reads as the current CUDA device, as PyTorch."""
-    if _default is None:
+    default = _default()
+    if default is None:
         return _C.device("cpu")
-    if _default.index is None and _default.type == "cuda":
+    if default.index is None and default.type == "cuda":
         from ferrotorch import cuda
 
         return _C.device("cuda", cuda._current_device)
-    return _default
+    return default
 
 
 def _device_enter(self):
-    _context_stack.append(_default)
+    stack = getattr(_LOCAL, "stack", None)
+    if stack is None:
+        stack = _LOCAL.stack = []
+    stack.append(_default())
     set_default_device(self)
     return self
 
 
 def _device_exit(self, exc_type, exc, tb):
-    set_default_device(_context_stack.pop())
+    set_default_device(_LOCAL.stack.pop())
     return False
 
 

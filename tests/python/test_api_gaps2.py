@@ -73,6 +73,25 @@ def test_device_context_manager_nests_and_restores(reset_default_device):
     assert torch.ones is torch._C.ones
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU error path")
+def test_default_device_is_per_thread(reset_default_device):
+    import threading
+
+    torch.set_default_device("cuda")
+    seen = {}
+
+    def other():
+        seen["device"] = torch.get_default_device()
+        seen["zeros"] = torch.zeros(2).tolist()  # this thread's default is still the CPU
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert seen == {"device": torch.device("cpu"), "zeros": [0.0, 0.0]}
+    with pytest.raises(RuntimeError, match="not available"):
+        torch.zeros(2)
+
+
 def test_default_device_index_and_types(reset_default_device):
     torch.set_default_device(torch.device("cuda", 1))
     assert torch.get_default_device() == torch.device("cuda", 1)
