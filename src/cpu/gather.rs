@@ -259,12 +259,13 @@ where
     A: Copy + Send + Sync,
     B: Copy + Send + Sync,
     C: Copy + Send + Sync,
-    U: Copy + Send + Sync + Default,
+    U: Copy + Send + Sync + Default + 'static,
 {
     let (la, lb, lc) = (a.1, b.1, c.1);
     let (a, b, c) = (a.0, b.0, c.0);
     let n = la.numel();
-    let mut out = vec![U::default(); n];
+    // Every element is written below.
+    let mut out = crate::cpu::alloc::output_vec_for_overwrite::<U>(n);
     if n == 0 {
         return out;
     }

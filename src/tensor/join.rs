@@ -139,7 +139,8 @@ fn cat_raw(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
                 Ok(&s[t.storage_offset()..t.storage_offset() + t.numel()])
             })
             .collect::<Result<_>>()?;
-        let mut out = vec![T::default(); numel];
+        // Every element is copied in below.
+        let mut out = crate::cpu::alloc::output_vec_for_overwrite::<T>(numel);
         if numel > 0 {
             let fill_row = |r: usize, o: &mut [T]| {
                 let mut w = 0;

@@ -272,3 +272,29 @@ def test_sub_backward_only_needed_side():
     assert b.grad is None
     assert gradcheck(lambda u, v: u - v, (torch.tensor(rand(3), requires_grad=True),
                                           torch.tensor(rand(2, 3), requires_grad=True)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_addmm_large_products_every_input_shape(dtype, threads):
+    # Products big enough for the threaded gemm form the product first and add the input
+    # after; the one-thread run reads the destination inside gemm. Both must agree with NumPy.
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        m, k, n = 64, 90, 70
+        a, b = rand(m, k, dtype=dtype), rand(k, n, dtype=dtype)
+        scales = (2, 3) if dtype == np.int64 else (0.5, -2.0)
+        beta, alpha = scales
+        for inp in (rand(n, dtype=dtype), rand(m, 1, dtype=dtype), rand(m, n, dtype=dtype)):
+            want = beta * inp + alpha * (a @ b)
+            check(torch.addmm(T(inp), T(a), T(b), beta=beta, alpha=alpha), want, scale=20)
+            # Transposed operands (strided gemm reads) and the default scales.
+            got = torch.addmm(T(inp), T(a.T.copy()).t(), T(b.T.copy()).t())
+            check(got, inp + a @ b, scale=20)
+        batch1, batch2 = rand(3, m, k, dtype=dtype), rand(3, k, n, dtype=dtype)
+        bi = rand(m, n, dtype=dtype)
+        check(torch.baddbmm(T(bi), T(batch1), T(batch2), beta=beta, alpha=alpha),
+              beta * bi + alpha * np.matmul(batch1, batch2), scale=20)
+    finally:
+        torch.set_num_threads(old)
