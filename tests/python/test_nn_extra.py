@@ -101,7 +101,8 @@ def bag_ref(idx, w, offsets, mode, psw=None, include_last_offset=False, padding_
     n = len(idx)
     offsets = list(offsets)
     if include_last_offset:
-        starts, ends = offsets[:-1], offsets[1:]
+        # The last offset only marks the end; the last bag runs to the end (PyTorch's CPU).
+        starts, ends = offsets[:-1], offsets[1:-1] + [n]
     else:
         starts, ends = offsets, offsets[1:] + [n]
     out = np.zeros((len(starts), w.shape[1]))
@@ -134,14 +135,14 @@ def test_embedding_bag_1d_offsets(mode, padding_idx):
 
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag_include_last_offset(mode):
-    offs = [0, 3, 3, 7]  # 3 bags; indices 7.. belong to no bag
+    offs = [0, 3, 3, 7]  # 3 bags; the last one runs on past the end marker to the end
     out = F.embedding_bag(L(IDX), T(W), L(offs), mode=mode, include_last_offset=True)
     ref = bag_ref(IDX, W, offs, mode, include_last_offset=True)
     np.testing.assert_allclose(N(out), ref, rtol=1e-12)
-    # 2-D input keeps PyTorch's rule: the offsets are 0, N, 2N, ... and the last one ends
+    # 2-D input: one bag per row whatever include_last_offset says (PyTorch 2.13)
     idx2 = RNG.integers(0, 7, size=(4, 3))
     out2 = F.embedding_bag(L(idx2), T(W), mode=mode, include_last_offset=True)
-    ref2 = bag_ref(idx2.ravel(), W, [0, 3, 6, 9], mode, include_last_offset=True)
+    ref2 = bag_ref(idx2.ravel(), W, [0, 3, 6, 9, 12], mode, include_last_offset=True)
     np.testing.assert_allclose(N(out2), ref2, rtol=1e-12)
 
 

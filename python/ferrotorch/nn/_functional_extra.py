@@ -141,12 +141,11 @@ def embedding_bag(
     dev = weight.device
     bag_len = None
     if input.ndim == 2:
-        # B bags of N: the same as 1-D input with offsets 0, N, 2N, ... (as in PyTorch, so
-        # include_last_offset=True makes the last row the end marker: B - 1 bags).
+        # B bags of N: the same as 1-D input with offsets 0, N, 2N, ... (PyTorch 2.13 gives B
+        # bags with include_last_offset=True too: the end marker is appended, not a row).
         num_rows, row_len = input.shape
-        offsets = _C.arange(num_rows, device=dev) * row_len
-        # one block of full bags, unless the last row is dropped as an end marker
-        bag_len = None if include_last_offset else row_len
+        offsets = _C.arange(num_rows + int(include_last_offset), device=dev) * row_len
+        bag_len = row_len  # one block of full bags
         input = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
@@ -168,11 +167,8 @@ def embedding_bag(
                 f"got offsets[-1] of {last}"
             )
     if include_last_offset:
-        # Indices past the last offset belong to no bag.
-        end = int(offsets[-1].item())
-        indices = indices[:end]
-        if per_sample_weights is not None:
-            per_sample_weights = per_sample_weights[:end]
+        # The last offset only marks the end: as in PyTorch (CPU), the last bag runs to the
+        # end of the input even when that offset is smaller than the input's length.
         starts = offsets[:-1]
     else:
         starts = offsets
