@@ -1,0 +1,1216 @@
+"""Differential tests against PyTorch: the same computation, inputs and weights in
+ferrotorch and in torch; outputs and gradients (inputs and parameters) must agree.
+
+Skipped when PyTorch is not installed (CI has no torch)."""
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ferrotorch as ft  # noqa: E402
+
+torch.set_num_threads(1)
+
+F64 = dict(rtol=1e-7, atol=1e-9)
+F32 = dict(rtol=2e-4, atol=2e-5)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _np(t):
+    if isinstance(t, torch.Tensor):
+        return t.detach().cpu().numpy()
+    return np.asarray(t.detach().numpy())
+
+
+def _mk(M, a, grad):
+    if isinstance(a, np.ndarray):
+        t = M.from_numpy(a.copy())
+        if grad and np.issubdtype(a.dtype, np.floating):
+            t.requires_grad_(True)
+        return t
+    return a
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        res = []
+        for o in out:
+            res.extend(_flat(o))
+        return res
+    if hasattr(out, "_fields") or (hasattr(out, "values") and hasattr(out, "indices")):
+        return _flat(tuple(out))
+    return [out]
+
+
+def _is_t(o):
+    return isinstance(o, (torch.Tensor, ft.Tensor))
+
+
+def _is_float(o):
+    return o.dtype in (torch.float32, torch.float64, ft.float32, ft.float64)
+
+
+def run_both(fn, arrays, *, grad=True, tol=F64, seed=0, check_grad=True, nograd_idx=()):
+    """Run fn(M, *tensors) with M = torch and M = ft, compare outputs and input gradients."""
+    results = {}
+    for M in (torch, ft):
+        ins = [_mk(M, a, grad and i not in nograd_idx) for i, a in enumerate(arrays)]
+        out = fn(M, *ins)
+        outs = [o for o in _flat(out) if _is_t(o)]
+        results[M] = (ins, outs)
+    (t_ins, t_outs), (f_ins, f_outs) = results[torch], results[ft]
+    assert len(t_outs) == len(f_outs)
+    for to, fo in zip(t_outs, f_outs):
+        assert tuple(to.shape) == tuple(fo.shape), (to.shape, fo.shape)
+        np.testing.assert_allclose(_np(fo), _np(to), **tol)
+    if not (grad and check_grad):
+        return
+    rng = np.random.default_rng(seed + 1234)
+    ws = [rng.standard_normal(tuple(o.shape)) for o in t_outs]
+    for M, outs in ((torch, t_outs), (ft, f_outs)):
+        loss = None
+        for o, w in zip(outs, ws):
+            if not _is_float(o) or not o.requires_grad:
+                continue
+            term = (o * M.from_numpy(w.astype(_np(o).dtype))).sum()
+            loss = term if loss is None else loss + term
+        if loss is not None:
+            loss.backward()
+    for ti, fi in zip(t_ins, f_ins):
+        if _is_t(ti) and ti.requires_grad:
+            if ti.grad is None:
+                assert fi.grad is None or np.allclose(_np(fi.grad), 0)
+                continue
+            assert fi.grad is not None, "ferrotorch produced no gradient"
+            np.testing.assert_allclose(_np(fi.grad), _np(ti.grad), **tol)
+
+
+def R(*shape, seed=0, dtype=np.float64, pos=False, lo=None, hi=None):
+    rng = np.random.default_rng(seed)
+    if lo is not None:
+        a = rng.uniform(lo, hi, size=shape)
+    else:
+        a = rng.standard_normal(shape)
+        if pos:
+            a = np.abs(a) + 0.5
+    return a.astype(dtype)
+
+
+def I(*shape, high, seed=0):
+    return np.random.default_rng(seed).integers(0, high, size=shape).astype(np.int64)
+
+
+def spd(n, seed=0):
+    a = R(n, n, seed=seed)
+    return a @ a.T + n * np.eye(n)
+
+
+def xf(case, reason):
+    return pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=reason),
+                        id=case[0])
+
+
+# ----------------------------------------------------------------------------- core ops
+
+UNARY = [
+    "sin", "cos", "tan", "tanh", "sigmoid", "exp", "expm1", "neg", "abs", "atan", "sinh",
+    "cosh", "asinh", "erf", "square", "relu", "sign", "floor", "trunc", "frac",
+]
+UNARY_POS = ["log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "lgamma",
+             "digamma", "acosh_p1"]
+UNARY_UNIT = ["asin", "acos", "atanh", "erfinv", "logit"]
+
+
+@pytest.mark.parametrize("name", UNARY + UNARY_POS + UNARY_UNIT)
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_unary(name, dt):
+    if name in UNARY_POS:
+        a = R(3, 5, pos=True, dtype=dt)
+    elif name in UNARY_UNIT:
+        a = R(3, 5, lo=0.05, hi=0.9, dtype=dt)
+    else:
+        a = R(3, 5, dtype=dt)
+    tol = F64 if dt == np.float64 else F32
+    if name == "acosh_p1":
+        run_both(lambda M, x: M.acosh(x + 1.0), [a], tol=tol)
+        return
+    run_both(lambda M, x: getattr(M, name)(x), [a], tol=tol)
+
+
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "atan2", "hypot", "pow",
+          "fmod", "remainder", "copysign", "xlogy", "fmax", "fmin"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_broadcast(name):
+    a = R(3, 1, 4, seed=1)
+    b = R(5, 1, seed=2)
+    if name in ("pow", "xlogy"):
+        a = np.abs(a) + 0.5
+        b = np.abs(b) + 0.5
+    if name in ("fmod", "remainder", "div"):
+        b = np.abs(b) + 0.5
+    run_both(lambda M, x, y: getattr(M, name)(x, y), [a, b])
+
+
+def test_pow_tensor_exponent_and_scalar_base():
+    a, b = R(4, 3, pos=True, seed=1), R(4, 3, seed=2)
+    run_both(lambda M, x, y: x ** y + 2.0 ** y + x ** 2.5 + M.pow(x, -1.5), [a, b])
+
+
+def test_misc_elementwise():
+    a, b, c = R(4, 5, seed=1), R(4, 5, seed=2), R(1, 5, seed=3)
+    run_both(lambda M, x, y, z: M.where(x > 0, y, z) + M.clamp(x, -0.5, 0.7)
+             + M.clamp(y, min=z) + M.lerp(x, y, 0.3) + M.addcmul(x, y, z, value=0.5)
+             + M.addcdiv(x, y, z.abs() + 1, value=2.0) + x.clamp_min(0.1) * y.clamp_max(0.2)
+             + M.nn.functional.softplus(x) + M.nan_to_num(x),
+             [a, b, c])
+
+
+REDUCTIONS = [
+    ("sum", dict(dim=1)), ("sum", dict(dim=(0, 2), keepdim=True)), ("mean", dict(dim=-1)),
+    ("prod", dict(dim=1)), ("var", dict(dim=1)), ("var", dict(dim=(0, 2), unbiased=False)),
+    ("std", dict(dim=2, keepdim=True)), ("logsumexp", dict(dim=1)), ("norm", dict(dim=1)),
+    ("amax", dict(dim=(1, 2))), ("amin", dict(dim=0)), ("max", dict(dim=1)),
+    ("min", dict(dim=2, keepdim=True)), ("median", dict(dim=1)), ("cumsum", dict(dim=1)),
+    ("cumprod", dict(dim=2)), ("softmax", dict(dim=1)), ("log_softmax", dict(dim=0)),
+    ("sum", {}), ("mean", {}), ("prod", {}), ("std", {}), ("max", {}), ("min", {}),
+    ("logcumsumexp", dict(dim=1)), ("cummax", dict(dim=1)), ("cummin", dict(dim=2)),
+    ("mode", dict(dim=1)), ("nansum", dict(dim=1)), ("var_mean", dict(dim=1)),
+    ("std_mean", dict(dim=0)), ("aminmax", dict(dim=1)),
+]
+
+
+@pytest.mark.parametrize("name,kw", REDUCTIONS, ids=[f"{n}-{k}" for n, k in REDUCTIONS])
+def test_reductions(name, kw):
+    a = R(3, 4, 5, seed=7)
+    if name == "mode":
+        a = np.round(a)
+    run_both(lambda M, x: getattr(M, name)(x, **kw), [a])
+
+
+def test_norms():
+    a = R(3, 4, 5, seed=3)
+    run_both(lambda M, x: (M.linalg.vector_norm(x, ord=3, dim=(1, 2)),
+                           M.linalg.vector_norm(x, ord=float("inf"), dim=1),
+                           M.linalg.matrix_norm(x, ord="fro"),
+                           M.linalg.matrix_norm(x, ord="nuc"),
+                           M.linalg.norm(x[0], ord=2),
+                           x.norm(p=1, dim=-1), M.dist(x[0], x[1], p=2.5)), [a])
+
+
+def test_sort_topk_kthvalue():
+    a = R(4, 7, seed=3)
+    run_both(lambda M, x: (M.sort(x, dim=1, descending=True), M.topk(x, 3, dim=1),
+                           M.topk(x, 2, dim=0, largest=False), M.kthvalue(x, 2, dim=1),
+                           M.argsort(x, dim=0), M.msort(x)), [a])
+
+
+def test_indexing_getitem():
+    a = R(5, 6, 4, seed=3)
+    idx = np.array([0, 2, 2, 4])
+    run_both(lambda M, x: (x[1:4, ::2], x[:, [1, 3, 3]], x[M.from_numpy(idx)],
+                           x[..., -1], x[x > 0.5], x[None, 2, :, 1:3],
+                           x[M.from_numpy(idx), M.from_numpy(idx)]), [a])
+
+
+def test_setitem():
+    a, v = R(5, 4, seed=1), R(2, 4, seed=2)
+
+    def f(M, x, v):
+        y = x * 1.0
+        y[1:3] = v
+        y[:, 0] = 7.0
+        y[y > 1.5] = 0.0
+        return y * x
+    run_both(f, [a, v])
+
+
+def test_gather_scatter_index_ops():
+    a = R(4, 5, seed=1)
+    src = R(4, 5, seed=2)
+    gi = I(4, 3, high=5, seed=3)
+    si = np.stack([np.random.default_rng(s).permutation(5) for s in range(4)])
+    ii = np.array([0, 2, 2, 3])
+    mask = R(4, 5, seed=9) > 0
+
+    def f(M, x, s):
+        g = M.gather(x, 1, M.from_numpy(gi))
+        sc = x.scatter(1, M.from_numpy(si), s)
+        sa = x.scatter_add(1, M.from_numpy(gi), s[:, :3])
+        ia = x.index_add(0, M.from_numpy(ii), s)
+        isel = M.index_select(x, 1, M.from_numpy(ii))
+        mf = x.masked_fill(M.from_numpy(mask), 2.0)
+        ms = M.masked_select(x, M.from_numpy(mask))
+        msc = x.masked_scatter(M.from_numpy(mask), s)
+        ic = x.index_copy(0, M.from_numpy(np.array([3, 1])), s[:2])
+        return g, sc, sa, ia, isel, mf, ms, msc, ic, M.take(x, M.from_numpy(gi))
+    run_both(f, [a, src])
+
+
+def test_scatter_reduce():
+    a, s = R(3, 5, seed=1), R(3, 4, seed=2)
+    idx = I(3, 4, high=5, seed=4)
+    for red in ("sum", "prod", "mean", "amax", "amin"):
+        run_both(lambda M, x, y: x.scatter_reduce(1, M.from_numpy(idx), y, reduce=red,
+                                                  include_self=True), [a, s])
+    run_both(lambda M, x, y: x.scatter_reduce(1, M.from_numpy(idx), y, reduce="mean",
+                                              include_self=False), [a, s])
+
+
+def test_shape_ops():
+    a, b = R(2, 3, 4, seed=1), R(2, 3, 4, seed=2)
+
+    def f(M, x, y):
+        return (M.cat([x, y], 1), M.stack([x, y], -1), *M.split(x, [1, 3], dim=2),
+                *M.chunk(y, 2, dim=0), x.permute(2, 0, 1).reshape(4, 6), x.flip(1),
+                M.roll(x, 2, 2), x.unsqueeze(1).expand(2, 5, 3, 4), x.repeat(1, 2, 1),
+                M.tril(x[0]), M.triu(y[1], 1), M.diagonal(x, 0, 1, 2), x.unfold(2, 2, 1),
+                M.movedim(x, 0, -1), x.narrow(2, 1, 2), M.diag_embed(x[0]),
+                M.tile(x, (2, 1, 1)), M.flatten(x, 1), *M.unbind(x, 1),
+                M.repeat_interleave(x, 2, dim=1), M.trace(x[0, :, :3]), M.kron(x[0], y[0]))
+    run_both(f, [a, b])
+
+
+def test_matmul_einsum():
+    a, b, c = R(2, 3, 4, seed=1), R(4, 5, seed=2), R(2, 5, 3, seed=3)
+    v = R(4, seed=4)
+    run_both(lambda M, x, y, z, v: (
+        M.matmul(x, y), x @ v, M.bmm(x @ y, z), M.einsum("bij,jk,bkl->bil", x, y, z),
+        M.einsum("bij->j", x), M.einsum("i,i->", v, v), M.outer(v, v), M.mv(y.T, v),
+        M.addmm(z[0], x[0], y), M.baddbmm(x @ y @ z, x, y @ z), M.tensordot(x, y, dims=1),
+        M.cross(x[:, :3, :3], x[:, :3, 1:], dim=-1), M.cdist(x[0], z[0].T),
+        M.linalg.multi_dot([x[0], y, z[0]]), M.chain_matmul(x[1], y, z[1])), [a, b, c, v])
+
+
+def test_linalg():
+    A = spd(4, seed=1)
+    G = R(4, 4, seed=2) + 3 * np.eye(4)
+    B = R(4, 2, seed=3)
+    W = R(5, 3, seed=4)
+
+    def f(M, A, G, B, W):
+        L = M.linalg.cholesky(A)
+        q, r = M.linalg.qr(W)
+        ev, evec = M.linalg.eigh(A)
+        s = M.linalg.svdvals(W)
+        u, s2, vh = M.linalg.svd(W, full_matrices=False)
+        sign, logdet = M.linalg.slogdet(G)
+        proj = evec @ M.diag(ev) @ evec.T
+        return (M.linalg.solve(G, B), M.linalg.inv(G), M.linalg.det(G), logdet, sign, L,
+                q @ r, ev, proj, s, u @ M.diag(s2) @ vh, (u @ u.T), M.linalg.pinv(W),
+                M.linalg.matrix_exp(G * 0.1), M.cholesky_solve(B, L),
+                M.linalg.solve_triangular(L, B, upper=False), M.logdet(A),
+                M.linalg.lstsq(W, W[:, :2]).solution, M.linalg.matrix_power(G, 3),
+                M.linalg.eigvalsh(A))
+    run_both(f, [A, G, B, W])
+
+
+# ----------------------------------------------------------------------------- functional
+
+def _F(M):
+    return M.nn.functional
+
+
+CONV_CASES = [
+    ("conv1d", (2, 4, 11), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    ("conv1d", (2, 3, 10), (4, 3, 3), dict(padding="same", dilation=2)),
+    ("conv1d", (1, 3, 10), (4, 3, 4), dict(padding="same")),
+    ("conv2d", (2, 3, 9, 8), (4, 3, 3, 3), dict(stride=(2, 1), padding=(1, 2))),
+    ("conv2d", (2, 4, 7, 7), (4, 1, 3, 3), dict(groups=4, dilation=2, padding=2)),
+    ("conv2d", (1, 2, 6, 7), (3, 2, 2, 3), dict(padding="same")),
+    ("conv2d", (1, 2, 6, 7), (3, 2, 3, 3), dict(padding="valid", stride=2)),
+    ("conv3d", (1, 2, 5, 6, 5), (3, 2, 3, 2, 3), dict(stride=(1, 2, 1), padding=1)),
+    ("conv3d", (1, 4, 4, 4, 4), (2, 2, 2, 2, 2), dict(groups=2, dilation=(2, 1, 1))),
+    ("conv_transpose1d", (2, 4, 7), (4, 3, 3), dict(stride=2, padding=1, output_padding=1)),
+    ("conv_transpose1d", (1, 4, 6), (4, 1, 3), dict(groups=2, dilation=2)),
+    ("conv_transpose2d", (2, 3, 5, 4), (3, 2, 3, 3),
+     dict(stride=2, padding=1, output_padding=1)),
+    ("conv_transpose2d", (1, 4, 4, 5), (4, 2, 2, 3),
+     dict(stride=(2, 3), groups=2, dilation=(1, 2), output_padding=(1, 0))),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[f"{c[0]}-{i}" for i, c in
+                                                  enumerate(CONV_CASES)])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_conv(case, dt):
+    name, xs, ws, kw = case
+    x, w = R(*xs, seed=1, dtype=dt), R(*ws, seed=2, dtype=dt)
+    bias_len = ws[1] * kw.get("groups", 1) if "transpose" in name else ws[0]
+    b = R(bias_len, seed=3, dtype=dt)
+    run_both(lambda M, x, w, b: getattr(_F(M), name)(x, w, b, **kw), [x, w, b],
+             tol=F64 if dt == np.float64 else F32)
+
+
+def test_linear_bilinear():
+    x, w, b = R(3, 2, 5, seed=1), R(4, 5, seed=2), R(4, seed=3)
+    x2, wb = R(3, 2, 6, seed=4), R(4, 5, 6, seed=5)
+    run_both(lambda M, x, w, b, x2, wb: (_F(M).linear(x, w, b), _F(M).linear(x, w),
+                                         _F(M).bilinear(x, x2, wb, b)), [x, w, b, x2, wb])
+
+
+POOL_CASES = [
+    ("max_pool1d", (2, 3, 11), dict(kernel_size=3, stride=2, padding=1)),
+    ("max_pool1d", (2, 3, 10), dict(kernel_size=3, stride=2, ceil_mode=True,
+                                    return_indices=True)),
+    ("max_pool2d", (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1,
+                                      return_indices=True)),
+    ("max_pool2d", (1, 2, 7, 7), dict(kernel_size=2, ceil_mode=True)),
+    ("max_pool2d", (1, 2, 8, 8), dict(kernel_size=3, dilation=2, stride=1)),
+    ("avg_pool1d", (2, 3, 10), dict(kernel_size=3, stride=2, padding=1)),
+    ("avg_pool2d", (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1)),
+    ("avg_pool2d", (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1,
+                                      count_include_pad=False)),
+    ("avg_pool2d", (1, 2, 7, 7), dict(kernel_size=2, ceil_mode=True)),
+    ("avg_pool2d", (1, 2, 7, 7), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                      count_include_pad=False)),
+    ("avg_pool2d", (1, 2, 6, 6), dict(kernel_size=2, divisor_override=3)),
+    ("max_pool3d", (1, 2, 5, 6, 5), dict(kernel_size=2, stride=2, ceil_mode=True)),
+    ("avg_pool3d", (1, 2, 5, 6, 5), dict(kernel_size=3, stride=2, padding=1)),
+    ("adaptive_avg_pool1d", (2, 3, 10), dict(output_size=4)),
+    ("adaptive_avg_pool2d", (2, 3, 9, 7), dict(output_size=(4, 3))),
+    ("adaptive_avg_pool2d", (2, 3, 9, 7), dict(output_size=(None, 2))),
+    ("adaptive_max_pool2d", (2, 3, 9, 7), dict(output_size=(4, 3), return_indices=True)),
+    ("adaptive_max_pool1d", (2, 3, 10), dict(output_size=3)),
+    ("adaptive_avg_pool3d", (1, 2, 5, 6, 4), dict(output_size=(2, 3, 3))),
+    ("lp_pool2d", (1, 2, 6, 6), dict(norm_type=2, kernel_size=2)),
+]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=[f"{c[0]}-{i}" for i, c in
+                                                  enumerate(POOL_CASES)])
+def test_pool(case):
+    name, xs, kw = case
+    x = R(*xs, seed=5)
+    run_both(lambda M, x: getattr(_F(M), name)(x, **kw), [x])
+
+
+def test_max_unpool():
+    x = R(1, 2, 6, 6, seed=2)
+
+    def f(M, x):
+        y, i = _F(M).max_pool2d(x, 2, return_indices=True)
+        return _F(M).max_unpool2d(y, i, 2)
+    run_both(f, [x])
+
+
+def test_batch_norm_functional():
+    x = R(4, 3, 5, 2, seed=1)
+    w, b = R(3, seed=2), R(3, seed=3)
+    rm, rv = R(3, seed=4), R(3, pos=True, seed=5)
+
+    for training in (True, False):
+        def f(M, x, w, b, rm, rv):
+            rm2, rv2 = rm.detach().clone(), rv.detach().clone()
+            y = _F(M).batch_norm(x, rm2, rv2, w, b, training=training, momentum=0.2,
+                                 eps=1e-4)
+            return y, rm2, rv2
+        run_both(f, [x, w, b, rm, rv], nograd_idx=(3, 4))
+
+
+def test_norm_functionals():
+    x = R(2, 6, 5, 3, seed=1)
+    w6, b6 = R(6, seed=2), R(6, seed=3)
+    w53, b53 = R(5, 3, seed=4), R(5, 3, seed=5)
+    run_both(lambda M, x, w6, b6, w53, b53: (
+        _F(M).layer_norm(x, (5, 3), w53, b53, eps=1e-3), _F(M).layer_norm(x, (3,)),
+        _F(M).group_norm(x, 3, w6, b6), _F(M).group_norm(x, 2),
+        _F(M).instance_norm(x, weight=w6, bias=b6), _F(M).rms_norm(x, (5, 3), w53),
+        _F(M).rms_norm(x, (3,), eps=1e-2), _F(M).local_response_norm(x, 3),
+        _F(M).normalize(x, dim=1), _F(M).normalize(x, p=1, dim=-1)),
+        [x, w6, b6, w53, b53])
+
+
+def test_instance_norm_running_stats():
+    x = R(3, 4, 6, seed=1)
+    rm, rv = R(4, seed=2), R(4, pos=True, seed=3)
+
+    def f(M, x, rm, rv):
+        rm2, rv2 = rm.detach().clone(), rv.detach().clone()
+        return _F(M).instance_norm(x, rm2, rv2, use_input_stats=True, momentum=0.3), rm2, rv2
+    run_both(f, [x, rm, rv], nograd_idx=(1, 2))
+
+
+def test_embedding_functional():
+    w = R(10, 4, seed=1)
+    idx = I(3, 5, high=10, seed=2)
+    idx[0, 0] = 2
+    run_both(lambda M, w: (_F(M).embedding(M.from_numpy(idx), w, padding_idx=2),
+                           _F(M).embedding(M.from_numpy(idx), w)), [w])
+
+
+def test_dropout_eval_and_p0():
+    x = R(3, 4, seed=1)
+    run_both(lambda M, x: (_F(M).dropout(x, 0.5, training=False),
+                           _F(M).dropout(x, 0.0, training=True),
+                           _F(M).dropout2d(x[None], 0.3, training=False),
+                           _F(M).alpha_dropout(x, 0.3, training=False)), [x])
+
+
+INTERP = [
+    dict(scale_factor=2, mode="nearest"),
+    dict(size=(7, 5), mode="nearest"),
+    dict(size=(7, 5), mode="nearest-exact"),
+    dict(size=(7, 9), mode="bilinear", align_corners=False),
+    dict(size=(7, 9), mode="bilinear", align_corners=True),
+    dict(scale_factor=1.5, mode="bilinear", align_corners=False),
+    dict(size=(3, 2), mode="bilinear", align_corners=False),
+    dict(size=(7, 9), mode="bicubic", align_corners=False),
+    dict(size=(7, 9), mode="bicubic", align_corners=True),
+    dict(size=(3, 4), mode="area"),
+    dict(scale_factor=0.5, mode="bilinear", antialias=True),
+]
+
+
+@pytest.mark.parametrize("kw", INTERP, ids=[str(i) for i in range(len(INTERP))])
+def test_interpolate_2d(kw):
+    x = R(2, 3, 5, 6, seed=1)
+    run_both(lambda M, x: _F(M).interpolate(x, **kw), [x])
+
+
+@pytest.mark.parametrize("kw", [dict(size=7, mode="linear", align_corners=False),
+                                dict(size=7, mode="linear", align_corners=True),
+                                dict(scale_factor=2, mode="nearest")])
+def test_interpolate_1d(kw):
+    run_both(lambda M, x: _F(M).interpolate(x, **kw), [R(2, 3, 5, seed=1)])
+
+
+def test_interpolate_3d():
+    x = R(1, 2, 3, 4, 3, seed=1)
+    run_both(lambda M, x: (_F(M).interpolate(x, size=(5, 6, 4), mode="trilinear",
+                                             align_corners=False),
+                           _F(M).interpolate(x, scale_factor=2, mode="nearest")), [x])
+
+
+PADS = [((1, 2), "constant"), ((1, 2, 2, 0), "constant"), ((2, 1, 1, 2), "reflect"),
+        ((2, 1, 1, 2), "replicate"), ((2, 1, 1, 2), "circular"), ((1, 1), "reflect"),
+        ((-1, 2, 1, -1), "constant"), ((1, 1, 1, 1, 1, 1), "constant")]
+
+
+@pytest.mark.parametrize("pad,mode", PADS, ids=[f"{m}{p}" for p, m in PADS])
+def test_pad(pad, mode):
+    x = R(2, 3, 4, 5, seed=1)
+    kw = dict(value=1.5) if mode == "constant" else {}
+    run_both(lambda M, x: _F(M).pad(x, pad, mode=mode, **kw), [x])
+
+
+def test_pad_3d_modes():
+    x = R(1, 2, 3, 4, 5, seed=1)
+    run_both(lambda M, x: (_F(M).pad(x, (1, 1, 2, 0, 1, 2), mode="replicate"),
+                           _F(M).pad(x, (1, 1, 2, 0, 1, 2), mode="circular"),
+                           _F(M).pad(x, (1, 1, 2, 0, 1, 2), mode="reflect")), [x])
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample(mode, padding_mode, align_corners):
+    x = R(2, 3, 5, 6, seed=1)
+    theta = R(2, 2, 3, seed=2) * 0.3 + np.array([[1.0, 0, 0], [0, 1.0, 0]])
+    grid_only = R(2, 4, 3, 2, lo=-1.2, hi=1.2, seed=3)
+
+    def f(M, x, theta, g):
+        grid = _F(M).affine_grid(theta, [2, 3, 4, 5], align_corners=align_corners)
+        return (grid, _F(M).grid_sample(x, grid, mode=mode, padding_mode=padding_mode,
+                                        align_corners=align_corners),
+                _F(M).grid_sample(x, g, mode=mode, padding_mode=padding_mode,
+                                  align_corners=align_corners))
+    run_both(f, [x, theta, grid_only], check_grad=mode != "nearest")
+
+
+def test_pixel_shuffle_fold():
+    x = R(2, 8, 3, 4, seed=1)
+    run_both(lambda M, x: (_F(M).pixel_shuffle(x, 2), _F(M).pixel_unshuffle(x, (1, 2)[1]
+                                                                           if False else 1),
+                           _F(M).pixel_unshuffle(_F(M).pixel_shuffle(x, 2), 2),
+                           _F(M).unfold(x, (2, 3), padding=1, stride=(1, 2)),
+                           _F(M).fold(_F(M).unfold(x, 2), (3, 4), 2),
+                           _F(M).channel_shuffle(x, 2)), [x])
+
+
+def test_one_hot():
+    idx = I(3, 4, high=5, seed=1)
+    for M in (torch, ft):
+        pass
+    t = torch.nn.functional.one_hot(torch.from_numpy(idx), 6).numpy()
+    f = ft.nn.functional.one_hot(ft.from_numpy(idx), 6).numpy()
+    np.testing.assert_array_equal(f, t)
+    t = torch.nn.functional.one_hot(torch.from_numpy(idx)).numpy()
+    f = ft.nn.functional.one_hot(ft.from_numpy(idx)).numpy()
+    np.testing.assert_array_equal(f, t)
+
+
+ACTS = ["relu", "relu6", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus",
+        "softsign", "tanhshrink", "hardtanh", "hardswish", "hardsigmoid", "leaky_relu",
+        "logsigmoid", "softshrink", "hardshrink", "glu", "sigmoid", "tanh"]
+
+
+@pytest.mark.parametrize("name", ACTS)
+def test_activations(name):
+    x = R(4, 6, seed=3) * 2
+    run_both(lambda M, x: getattr(_F(M), name)(x), [x])
+
+
+def test_activations_kwargs():
+    x, w = R(2, 3, 4, seed=3) * 2, R(3, seed=4)
+    run_both(lambda M, x, w: (_F(M).gelu(x, approximate="tanh"),
+                              _F(M).leaky_relu(x, 0.2), _F(M).elu(x, alpha=0.7),
+                              _F(M).softplus(x, beta=2, threshold=1),
+                              _F(M).prelu(x, w), _F(M).softmin(x, 1),
+                              _F(M).threshold(x, 0.1, -2.0), _F(M).hardtanh(x, -0.5, 0.3),
+                              _F(M).rrelu(x, training=False), _F(M).celu(x, 1.5),
+                              _F(M).glu(x, dim=1 - 2)), [x, w])
+
+
+SDPA = [
+    dict(),
+    dict(is_causal=True),
+    dict(mask="bool"),
+    dict(mask="float"),
+    dict(scale=0.3),
+    dict(mask="bool_bcast"),
+]
+
+
+@pytest.mark.parametrize("kw", SDPA, ids=[str(i) for i in range(len(SDPA))])
+def test_sdpa(kw):
+    q, k, v = R(2, 3, 4, 8, seed=1), R(2, 3, 6, 8, seed=2), R(2, 3, 6, 5, seed=3)
+    if kw.get("is_causal"):
+        k, v = k[:, :, :4], v[:, :, :4]
+    kw = dict(kw)
+    mask = kw.pop("mask", None)
+    m = None
+    if mask == "bool":
+        m = R(2, 3, 4, 6, seed=5) > -0.5
+        m[..., 0] = True
+    elif mask == "bool_bcast":
+        m = R(4, 6, seed=5) > -0.5
+        m[..., 0] = True
+    elif mask == "float":
+        m = R(2, 1, 4, 6, seed=6)
+
+    def f(M, q, k, v):
+        am = None if m is None else M.from_numpy(m.copy())
+        return _F(M).scaled_dot_product_attention(q, k, v, attn_mask=am, **kw)
+    run_both(f, [q, k, v])
+
+
+# ----------------------------------------------------------------------------- losses
+
+REDS = ["mean", "sum", "none"]
+
+
+@pytest.mark.parametrize("red", REDS)
+def test_cross_entropy_variants(red):
+    x = R(5, 4, seed=1)
+    y = I(5, high=4, seed=2)
+    y[1] = 3
+    yprob = np.abs(R(5, 4, seed=3))
+    yprob /= yprob.sum(1, keepdims=True)
+    w = R(4, pos=True, seed=4)
+    x3 = R(3, 4, 2, 3, seed=5)
+    y3 = I(3, 2, 3, high=4, seed=6)
+
+    def f(M, x, w, yprob, x3):
+        F = _F(M)
+        yi = M.from_numpy(y)
+        return (F.cross_entropy(x, yi, reduction=red),
+                F.cross_entropy(x, yi, weight=w, reduction=red),
+                F.cross_entropy(x, yi, ignore_index=3, reduction=red),
+                F.cross_entropy(x, yi, weight=w, ignore_index=3, reduction=red),
+                F.cross_entropy(x, yi, label_smoothing=0.2, reduction=red),
+                F.cross_entropy(x, yi, weight=w, label_smoothing=0.1, reduction=red),
+                F.cross_entropy(x, yi, weight=w, label_smoothing=0.1, ignore_index=3,
+                                reduction=red),
+                F.cross_entropy(x, yprob, reduction=red),
+                F.cross_entropy(x, yprob, weight=w, label_smoothing=0.3, reduction=red),
+                F.cross_entropy(x3, M.from_numpy(y3), weight=w, reduction=red),
+                F.nll_loss(F.log_softmax(x, 1), yi, weight=w, ignore_index=0, reduction=red),
+                F.nll_loss(F.log_softmax(x3, 1), M.from_numpy(y3), reduction=red))
+    run_both(f, [x, w, yprob, x3], nograd_idx=(1, 2))
+
+
+@pytest.mark.parametrize("red", REDS)
+def test_pointwise_losses(red):
+    x, y = R(4, 5, seed=1), R(4, 5, seed=2)
+    p = R(4, 5, lo=0.05, hi=0.95, seed=3)
+    t = R(4, 5, lo=0.0, hi=1.0, seed=4)
+    pw, bw = R(5, pos=True, seed=5), R(4, 5, pos=True, seed=6)
+    var = R(4, 5, pos=True, seed=7)
+
+    def f(M, x, y, p, t, pw, bw, var):
+        F = _F(M)
+        return (F.mse_loss(x, y, reduction=red), F.l1_loss(x, y, reduction=red),
+                F.smooth_l1_loss(x, y, beta=0.5, reduction=red),
+                F.smooth_l1_loss(x, y, reduction=red),
+                F.huber_loss(x, y, delta=0.7, reduction=red),
+                F.binary_cross_entropy(p, t, reduction=red),
+                F.binary_cross_entropy(p, t, weight=bw, reduction=red),
+                F.binary_cross_entropy_with_logits(x, t, reduction=red),
+                F.binary_cross_entropy_with_logits(x, t, weight=bw, pos_weight=pw,
+                                                   reduction=red),
+                F.kl_div(F.log_softmax(x, 1), F.softmax(y, 1), reduction=red),
+                F.kl_div(F.log_softmax(x, 1), F.log_softmax(y, 1), reduction=red,
+                         log_target=True),
+                F.poisson_nll_loss(x, p * 3, reduction=red),
+                F.poisson_nll_loss(p, t * 3, log_input=False, full=True, reduction=red),
+                F.gaussian_nll_loss(x, y, var, reduction=red),
+                F.gaussian_nll_loss(x, y, var[:, :1], full=True, reduction=red),
+                F.soft_margin_loss(x, M.sign(y), reduction=red))
+    run_both(f, [x, y, p, t, pw, bw, var], nograd_idx=(3, 4, 5))
+
+
+@pytest.mark.parametrize("red", REDS)
+def test_margin_losses(red):
+    x1, x2 = R(5, 4, seed=1), R(5, 4, seed=2)
+    s = R(5, 3, seed=3)
+    ypm = np.where(R(5, seed=4) > 0, 1.0, -1.0)
+    yc = I(5, high=3, seed=5)
+    ml = np.array([[0, 2, -1], [1, -1, 0], [2, 1, 0], [0, -1, 1], [1, 2, -1]])
+    mlab = (R(5, 3, seed=6) > 0).astype(np.float64)
+    w3 = R(3, pos=True, seed=7)
+    x3 = R(5, 4, seed=8)
+
+    def f(M, x1, x2, s, x3, w3):
+        F = _F(M)
+        y = M.from_numpy(ypm)
+        return (F.margin_ranking_loss(x1[:, 0], x2[:, 0], y, margin=0.3, reduction=red),
+                F.hinge_embedding_loss(x1, M.from_numpy(np.sign(x2.detach().numpy()
+                                                                if M is ft else
+                                                                x2.detach().numpy())),
+                                       margin=0.8, reduction=red),
+                F.cosine_embedding_loss(x1, x2, y, margin=0.2, reduction=red),
+                F.multi_margin_loss(s, M.from_numpy(yc), reduction=red),
+                F.multi_margin_loss(s, M.from_numpy(yc), p=2, margin=0.7, weight=w3,
+                                    reduction=red),
+                F.multilabel_margin_loss(s, M.from_numpy(ml), reduction=red),
+                F.multilabel_soft_margin_loss(s, M.from_numpy(mlab), reduction=red),
+                F.multilabel_soft_margin_loss(s, M.from_numpy(mlab), weight=w3, reduction=red),
+                F.triplet_margin_loss(x1, x2, x3, margin=0.5, reduction=red),
+                F.triplet_margin_loss(x1, x2, x3, p=1, swap=True, reduction=red),
+                F.triplet_margin_with_distance_loss(x1, x2, x3, reduction=red))
+    run_both(f, [x1, x2, s, x3, w3], nograd_idx=(4,))
+
+
+@pytest.mark.parametrize("red", REDS)
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss(red, zero_infinity):
+    T, N, C, S = 12, 3, 5, 4
+    logits = R(T, N, C, seed=1)
+    targets = I(N, S, high=C - 1, seed=2) + 1
+    il = np.array([12, 10, 9])
+    tl = np.array([4, 3, 2])
+    if zero_infinity:
+        il = np.array([12, 10, 2])  # the last sample is infeasible
+
+    def f(M, x):
+        F = _F(M)
+        lp = F.log_softmax(x, 2)
+        return F.ctc_loss(lp, M.from_numpy(targets), M.from_numpy(il), M.from_numpy(tl),
+                          reduction=red, zero_infinity=zero_infinity)
+    run_both(f, [logits])
+
+
+# ----------------------------------------------------------------------------- modules
+
+def copy_weights(tm, fm):
+    sd = {k: ft.from_numpy(v.detach().numpy().copy()) for k, v in tm.state_dict().items()}
+    fm.load_state_dict(sd)
+
+
+def compare_params_grads(tm, fm, tol):
+    tp = dict(tm.named_parameters())
+    fp = dict(fm.named_parameters())
+    assert sorted(tp) == sorted(fp)
+    for k in tp:
+        if tp[k].grad is None:
+            assert fp[k].grad is None or np.allclose(_np(fp[k].grad), 0), k
+            continue
+        assert fp[k].grad is not None, k
+        np.testing.assert_allclose(_np(fp[k].grad), _np(tp[k].grad), err_msg=k, **tol)
+
+
+def module_both(make, inputs_fn, dtype=np.float64, tol=F64, seed=0, nograd=()):
+    """make(M) -> module; inputs_fn(M) -> list of inputs; compares outputs,
+    input grads and parameter grads."""
+    torch.manual_seed(seed)
+    tm = make(torch)
+    fm = make(ft)
+    if dtype == np.float64:
+        tm = tm.double()
+        fm = fm.double()
+    copy_weights(tm, fm)
+    holder = {}
+
+    def fn(M, *ins):
+        m = tm if M is torch else fm
+        holder[M] = m
+        return m(*ins)
+    run_both(fn, inputs_fn(), tol=tol, seed=seed, nograd_idx=nograd)
+    compare_params_grads(tm, fm, tol)
+    return tm, fm
+
+
+RNN_CASES = [
+    ("RNN", dict(num_layers=1), False, False),
+    ("RNN", dict(num_layers=2, nonlinearity="relu", batch_first=True), True, False),
+    ("RNN", dict(num_layers=2, bidirectional=True), True, False),
+    ("LSTM", dict(num_layers=1), False, False),
+    ("LSTM", dict(num_layers=2, batch_first=True), True, False),
+    ("LSTM", dict(num_layers=2, bidirectional=True, batch_first=True), True, False),
+    ("LSTM", dict(num_layers=1, proj_size=3), True, False),
+    ("LSTM", dict(num_layers=1, bias=False), False, True),
+    ("GRU", dict(num_layers=1), False, False),
+    ("GRU", dict(num_layers=2, bidirectional=True), True, False),
+    ("GRU", dict(num_layers=3, batch_first=True, dropout=0.0), True, True),
+]
+
+
+@pytest.mark.parametrize("case", RNN_CASES, ids=[f"{c[0]}-{i}" for i, c in
+                                                 enumerate(RNN_CASES)])
+def test_rnn_modules(case):
+    kind, kw, with_h0, unbatched = case
+    I_, H, T, N = 4, 5, 6, 3
+    L = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    bf = kw.get("batch_first", False)
+    if unbatched:
+        x = R(T, I_, seed=1)
+    else:
+        x = R(N, T, I_, seed=1) if bf else R(T, N, I_, seed=1)
+    hout = kw.get("proj_size", 0) or H
+    hshape = (L, hout) if unbatched else (L, N, hout)
+    cshape = (L, H) if unbatched else (L, N, H)
+    h0, c0 = R(*hshape, seed=2), R(*cshape, seed=3)
+
+    def make(M):
+        return getattr(M.nn, kind)(I_, H, **kw)
+
+    torch.manual_seed(0)
+    tm, fm = make(torch).double(), make(ft).double()
+    copy_weights(tm, fm)
+
+    def fn(M, x, h0, c0):
+        m = tm if M is torch else fm
+        if not with_h0:
+            return m(x)
+        if kind == "LSTM":
+            return m(x, (h0, c0))
+        return m(x, h0)
+    run_both(fn, [x, h0, c0])
+    compare_params_grads(tm, fm, F64)
+
+
+def test_rnn_cells():
+    x, h, c = R(3, 4, seed=1), R(3, 5, seed=2), R(3, 5, seed=3)
+    for kind in ("RNNCell", "LSTMCell", "GRUCell"):
+        torch.manual_seed(0)
+        tm = getattr(torch.nn, kind)(4, 5).double()
+        fm = getattr(ft.nn, kind)(4, 5).double()
+        copy_weights(tm, fm)
+
+        def fn(M, x, h, c):
+            m = tm if M is torch else fm
+            return m(x, (h, c)) if kind == "LSTMCell" else m(x, h)
+        run_both(fn, [x, h, c])
+        compare_params_grads(tm, fm, F64)
+
+
+MHA_CASES = [
+    dict(),
+    dict(batch_first=True),
+    dict(kpm=True),
+    dict(attn_mask="bool", batch_first=True),
+    dict(attn_mask="float", kpm=True),
+    dict(need_weights=False),
+    dict(average=False),
+    dict(kdim=3, vdim=2),
+    dict(bias=False, add_bias_kv=True, add_zero_attn=True),
+    dict(is_causal=True),
+]
+
+
+@pytest.mark.parametrize("cfg", MHA_CASES, ids=[str(i) for i in range(len(MHA_CASES))])
+def test_multihead_attention(cfg):
+    cfg = dict(cfg)
+    E, nh, L, S, N = 8, 2, 4, 5, 3
+    bf = cfg.pop("batch_first", False)
+    kpm = cfg.pop("kpm", False)
+    am = cfg.pop("attn_mask", None)
+    need_weights = cfg.pop("need_weights", True)
+    average = cfg.pop("average", True)
+    is_causal = cfg.pop("is_causal", False)
+    kdim, vdim = cfg.get("kdim", E), cfg.get("vdim", E)
+    if is_causal:
+        S = L
+    q = R(N, L, E, seed=1) if bf else R(L, N, E, seed=1)
+    k = R(N, S, kdim, seed=2) if bf else R(S, N, kdim, seed=2)
+    v = R(N, S, vdim, seed=3) if bf else R(S, N, vdim, seed=3)
+    kpm_a = None
+    if kpm:
+        kpm_a = R(N, S, seed=4) > 0.8
+        kpm_a[:, 0] = False
+    am_a = None
+    if am == "bool":
+        am_a = R(L, S, seed=5) > 0.7
+        am_a[:, 0] = False
+    elif am == "float":
+        am_a = R(L, S, seed=5)
+    if is_causal:
+        am_a = np.triu(np.ones((L, S), dtype=bool), 1)
+
+    torch.manual_seed(0)
+    tm = torch.nn.MultiheadAttention(E, nh, batch_first=bf, **cfg).double()
+    fm = ft.nn.MultiheadAttention(E, nh, batch_first=bf, **cfg).double()
+    copy_weights(tm, fm)
+
+    def fn(M, q, k, v):
+        m = tm if M is torch else fm
+        out = m(q, k, v, key_padding_mask=None if kpm_a is None else M.from_numpy(kpm_a),
+                attn_mask=None if am_a is None else M.from_numpy(am_a),
+                need_weights=need_weights, average_attn_weights=average,
+                is_causal=is_causal)
+        return out
+    run_both(fn, [q, k, v])
+    compare_params_grads(tm, fm, F64)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_transformer_encoder_layer(norm_first, activation):
+    E, N, L = 8, 2, 5
+    x = R(N, L, E, seed=1)
+    kpm = np.zeros((N, L), dtype=bool)
+    kpm[1, -2:] = True
+
+    def make(M):
+        return M.nn.TransformerEncoderLayer(E, 2, dim_feedforward=16, dropout=0.0,
+                                            activation=activation, batch_first=True,
+                                            norm_first=norm_first)
+    torch.manual_seed(0)
+    tm, fm = make(torch).double(), make(ft).double()
+    copy_weights(tm, fm)
+    tm.train()
+    fm.train()
+
+    def fn(M, x):
+        m = tm if M is torch else fm
+        return m(x, src_key_padding_mask=M.from_numpy(kpm))
+    run_both(fn, [x])
+    compare_params_grads(tm, fm, F64)
+
+
+def test_transformer_decoder_layer():
+    E = 8
+    x, mem = R(2, 4, E, seed=1), R(2, 6, E, seed=2)
+
+    def make(M):
+        return M.nn.TransformerDecoderLayer(E, 2, dim_feedforward=16, dropout=0.0,
+                                            batch_first=True)
+    torch.manual_seed(0)
+    tm, fm = make(torch).double(), make(ft).double()
+    copy_weights(tm, fm)
+
+    def fn(M, x, mem):
+        m = tm if M is torch else fm
+        mask = M.nn.Transformer.generate_square_subsequent_mask(4).to(M.float64)
+        return m(x, mem, tgt_mask=mask)
+    run_both(fn, [x, mem])
+    compare_params_grads(tm, fm, F64)
+
+
+def test_embedding_module_and_bag():
+    idx = I(3, 4, high=10, seed=1)
+    idx[0, 1] = 0
+    torch.manual_seed(0)
+    tm = torch.nn.Embedding(10, 3, padding_idx=0).double()
+    fm = ft.nn.Embedding(10, 3, padding_idx=0).double()
+    copy_weights(tm, fm)
+    run_both(lambda M, d: (tm if M is torch else fm)(M.from_numpy(idx)) * d, [R(3, 4, 3)])
+    compare_params_grads(tm, fm, F64)
+    for mode in ("sum", "mean", "max"):
+        tm = torch.nn.EmbeddingBag(10, 3, mode=mode).double()
+        fm = ft.nn.EmbeddingBag(10, 3, mode=mode).double()
+        copy_weights(tm, fm)
+        run_both(lambda M, d: (tm if M is torch else fm)(M.from_numpy(idx)) * d, [R(3, 3)])
+        compare_params_grads(tm, fm, F64)
+
+
+@pytest.mark.parametrize("kind,shape", [("BatchNorm1d", (6, 3)), ("BatchNorm1d", (6, 3, 4)),
+                                        ("BatchNorm2d", (4, 3, 3, 2)),
+                                        ("BatchNorm3d", (2, 3, 2, 3, 2))])
+def test_batchnorm_running_stats(kind, shape):
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, kind)(3, momentum=0.3).double()
+    fm = getattr(ft.nn, kind)(3, momentum=0.3).double()
+    with torch.no_grad():
+        tm.weight.copy_(torch.from_numpy(R(3, seed=9)))
+        tm.bias.copy_(torch.from_numpy(R(3, seed=8)))
+    copy_weights(tm, fm)
+    for step in range(3):
+        x = R(*shape, seed=step)
+        run_both(lambda M, x: (tm if M is torch else fm)(x), [x], seed=step)
+    for k in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_allclose(_np(getattr(fm, k)), _np(getattr(tm, k)), err_msg=k, **F64)
+    compare_params_grads(tm, fm, F64)
+    tm.eval()
+    fm.eval()
+    run_both(lambda M, x: (tm if M is torch else fm)(x), [R(*shape, seed=11)])
+    # momentum=None: cumulative moving average
+    tm = getattr(torch.nn, kind)(3, momentum=None).double()
+    fm = getattr(ft.nn, kind)(3, momentum=None).double()
+    for step in range(3):
+        run_both(lambda M, x: (tm if M is torch else fm)(x), [R(*shape, seed=step)],
+                 check_grad=False)
+    np.testing.assert_allclose(_np(fm.running_var), _np(tm.running_var), **F64)
+
+
+def test_norm_modules():
+    x = R(3, 4, 5, 2, seed=1)
+    for make in (lambda M: M.nn.LayerNorm((5, 2)), lambda M: M.nn.GroupNorm(2, 4),
+                 lambda M: M.nn.InstanceNorm2d(4, affine=True, track_running_stats=True),
+                 lambda M: M.nn.RMSNorm([2]), lambda M: M.nn.LocalResponseNorm(2)):
+        torch.manual_seed(0)
+        tm, fm = make(torch).double(), make(ft).double()
+        for p in tm.parameters():
+            with torch.no_grad():
+                p.copy_(torch.from_numpy(R(*p.shape, seed=5)))
+        copy_weights(tm, fm)
+        run_both(lambda M, x: (tm if M is torch else fm)(x), [x])
+        compare_params_grads(tm, fm, F64)
+
+
+def test_conv_modules_float32():
+    x = R(2, 3, 8, 8, seed=1, dtype=np.float32)
+    for make in (lambda M: M.nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"),
+                 lambda M: M.nn.Conv2d(3, 4, 3, padding=2, padding_mode="circular"),
+                 lambda M: M.nn.Conv2d(3, 4, 3, padding="same", padding_mode="replicate",
+                                       bias=False),
+                 lambda M: M.nn.ConvTranspose2d(3, 2, 3, stride=2, output_padding=1),
+                 lambda M: M.nn.Sequential(M.nn.Conv2d(3, 4, 3), M.nn.BatchNorm2d(4),
+                                           M.nn.ReLU(), M.nn.MaxPool2d(2), M.nn.Flatten(),
+                                           M.nn.Linear(36, 5))):
+        torch.manual_seed(0)
+        tm, fm = make(torch), make(ft)
+        copy_weights(tm, fm)
+        run_both(lambda M, x: (tm if M is torch else fm)(x), [x], tol=F32)
+        compare_params_grads(tm, fm, dict(rtol=1e-3, atol=1e-4))
+
+
+def test_conv_transpose_output_size():
+    x = R(1, 3, 4, 4, seed=1)
+    torch.manual_seed(0)
+    tm = torch.nn.ConvTranspose2d(3, 2, 3, stride=2).double()
+    fm = ft.nn.ConvTranspose2d(3, 2, 3, stride=2).double()
+    copy_weights(tm, fm)
+    run_both(lambda M, x: (tm if M is torch else fm)(x, output_size=[10, 9]), [x])
+
+
+# ----------------------------------------------------------------------------- optimizers
+
+def _mlp(M):
+    return M.nn.Sequential(M.nn.Linear(4, 6), M.nn.Tanh(), M.nn.Linear(6, 2))
+
+
+OPTS = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, maximize=True)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.01, amsgrad=True, betas=(0.8, 0.9))),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1)),
+    ("Adadelta", dict(lr=1.0, rho=0.8, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.02, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.02)),
+    ("NAdam", dict(lr=0.02, decoupled_weight_decay=True, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.02)),
+    ("RAdam", dict(lr=0.02, decoupled_weight_decay=True, weight_decay=0.1)),
+    ("Rprop", dict(lr=0.01)),
+    ("Rprop", dict(lr=0.01, etas=(0.3, 1.5), step_sizes=(1e-3, 0.1))),
+    ("ASGD", dict(lr=0.05, t0=2, weight_decay=0.01)),
+]
+
+
+@pytest.mark.parametrize("name,kw", OPTS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(OPTS)])
+def test_optimizers(name, kw):
+    torch.manual_seed(0)
+    tm, fm = _mlp(torch).double(), _mlp(ft).double()
+    copy_weights(tm, fm)
+    to = getattr(torch.optim, name)(tm.parameters(), **kw)
+    fo = getattr(ft.optim, name)(fm.parameters(), **kw)
+    x, y = R(8, 4, seed=1), R(8, 2, seed=2)
+    for step in range(6):
+        for M, m, o in ((torch, tm, to), (ft, fm, fo)):
+            o.zero_grad()
+            loss = ((m(M.from_numpy(x)) - M.from_numpy(y)) ** 2).mean()
+            loss.backward()
+            o.step()
+        for (k, tp), (_, fp) in zip(tm.named_parameters(), fm.named_parameters()):
+            np.testing.assert_allclose(_np(fp), _np(tp), rtol=1e-9, atol=1e-11,
+                                       err_msg=f"step {step} {k}")
+
+
+@pytest.mark.parametrize("kw", [dict(lr=0.5), dict(lr=0.5, line_search_fn="strong_wolfe"),
+                                dict(lr=1, history_size=3, max_iter=5)])
+def test_lbfgs(kw):
+    torch.manual_seed(0)
+    tm, fm = _mlp(torch).double(), _mlp(ft).double()
+    copy_weights(tm, fm)
+    to = torch.optim.LBFGS(tm.parameters(), **kw)
+    fo = ft.optim.LBFGS(fm.parameters(), **kw)
+    x, y = R(8, 4, seed=1), R(8, 2, seed=2)
+    for step in range(5):
+        losses = []
+        for M, m, o in ((torch, tm, to), (ft, fm, fo)):
+            def closure():
+                o.zero_grad()
+                loss = ((m(M.from_numpy(x)) - M.from_numpy(y)) ** 2).mean()
+                loss.backward()
+                return loss
+            losses.append(float(o.step(closure)))
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-7)
+        for (k, tp), (_, fp) in zip(tm.named_parameters(), fm.named_parameters()):
+            np.testing.assert_allclose(_np(fp), _np(tp), rtol=1e-6, atol=1e-9,
+                                       err_msg=f"step {step} {k}")
+
+
+SCHED = [
+    ("StepLR", dict(step_size=4, gamma=0.5)),
+    ("MultiStepLR", dict(milestones=[3, 7, 20], gamma=0.3)),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=10, eta_min=0.01)),
+    ("OneCycleLR", dict(max_lr=1.0, total_steps=31)),
+    ("OneCycleLR", dict(max_lr=1.0, total_steps=31, anneal_strategy="linear",
+                        three_phase=True, cycle_momentum=False)),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=4)),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=3, step_size_down=5,
+                      mode="triangular2")),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=3, mode="exp_range",
+                      gamma=0.9)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=5, T_mult=2, eta_min=0.001)),
+    ("LinearLR", dict(start_factor=0.2, total_iters=6)),
+    ("ConstantLR", dict(factor=0.3, total_iters=4)),
+    ("PolynomialLR", dict(total_iters=12, power=2.0)),
+    ("LambdaLR", dict(lr_lambda=lambda e: 0.9 ** e)),
+    ("MultiplicativeLR", dict(lr_lambda=lambda e: 0.95)),
+]
+
+
+def _opt_for_sched(M, name):
+    p = M.nn.Parameter(M.zeros(2))
+    if name in ("CyclicLR", "OneCycleLR"):
+        return M.optim.SGD([p], lr=0.1, momentum=0.9)
+    return M.optim.SGD([p], lr=0.1)
+
+
+@pytest.mark.parametrize("name,kw", SCHED, ids=[f"{n}-{i}" for i, (n, _) in enumerate(SCHED)])
+def test_lr_schedulers(name, kw):
+    seqs = []
+    for M in (torch, ft):
+        o = _opt_for_sched(M, name)
+        s = getattr(M.optim.lr_scheduler, name)(o, **kw)
+        seq = []
+        for _ in range(30):
+            o.step()
+            s.step()
+            seq.append((o.param_groups[0]["lr"], o.param_groups[0].get("momentum"),
+                        s.get_last_lr()[0]))
+        seqs.append(seq)
+    np.testing.assert_allclose(np.array(seqs[1], dtype=float), np.array(seqs[0], dtype=float),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_reduce_lr_on_plateau_and_sequential():
+    metrics = [1.0, 0.9, 0.95, 0.96, 0.97, 0.8, 0.85, 0.86, 0.87, 0.88, 0.89] * 3
+    seqs = []
+    for M in (torch, ft):
+        o = _opt_for_sched(M, "")
+        s = M.optim.lr_scheduler.ReduceLROnPlateau(o, factor=0.5, patience=2, cooldown=1,
+                                                   threshold=0.01, min_lr=0.001)
+        seq = []
+        for m in metrics:
+            o.step()
+            s.step(m)
+            seq.append(o.param_groups[0]["lr"])
+        o = _opt_for_sched(M, "")
+        s1 = M.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=5)
+        s2 = M.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10)
+        s = M.optim.lr_scheduler.SequentialLR(o, [s1, s2], milestones=[5])
+        for _ in range(30):
+            o.step()
+            s.step()
+            seq.append(o.param_groups[0]["lr"])
+        o = _opt_for_sched(M, "")
+        s = M.optim.lr_scheduler.ChainedScheduler(
+            [M.optim.lr_scheduler.ExponentialLR(o, 0.9),
+             M.optim.lr_scheduler.StepLR(o, 3, 0.5)])
+        for _ in range(15):
+            o.step()
+            s.step()
+            seq.append(o.param_groups[0]["lr"])
+        seqs.append(seq)
+    np.testing.assert_allclose(seqs[1], seqs[0], rtol=1e-10, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- nn.utils
+
+def test_clip_grad_and_vectors():
+    torch.manual_seed(0)
+    tm, fm = _mlp(torch).double(), _mlp(ft).double()
+    copy_weights(tm, fm)
+    x = R(5, 4, seed=1)
+    for M, m in ((torch, tm), (ft, fm)):
+        (m(M.from_numpy(x)) ** 2).sum().backward()
+    for norm_type in (2.0, 1.0, float("inf")):
+        tn = torch.nn.utils.clip_grad_norm_(tm.parameters(), 0.5, norm_type=norm_type)
+        fn = ft.nn.utils.clip_grad_norm_(fm.parameters(), 0.5, norm_type=norm_type)
+        np.testing.assert_allclose(float(fn), float(tn), rtol=1e-10)
+        compare_params_grads(tm, fm, F64)
+    torch.nn.utils.clip_grad_value_(tm.parameters(), 0.01)
+    ft.nn.utils.clip_grad_value_(fm.parameters(), 0.01)
+    compare_params_grads(tm, fm, F64)
+    tv = torch.nn.utils.parameters_to_vector(tm.parameters())
+    fv = ft.nn.utils.parameters_to_vector(fm.parameters())
+    np.testing.assert_allclose(_np(fv), _np(tv))
+    new = R(tv.shape[0], seed=3)
+    torch.nn.utils.vector_to_parameters(torch.from_numpy(new), tm.parameters())
+    ft.nn.utils.vector_to_parameters(ft.from_numpy(new), fm.parameters())
+    for (k, tp), (_, fp) in zip(tm.named_parameters(), fm.named_parameters()):
+        np.testing.assert_allclose(_np(fp), _np(tp), err_msg=k)
+    tg = torch.nn.utils.get_total_norm([p.grad for p in tm.parameters()], 3.0)
+    fg = ft.nn.utils.get_total_norm([p.grad for p in fm.parameters()], 3.0)
+    np.testing.assert_allclose(float(fg), float(tg), rtol=1e-10)
+
+
+def test_training_loop_float32():
+    """A few SGD steps of a small conv net in float32: parameters stay close."""
+    def make(M):
+        return M.nn.Sequential(M.nn.Conv2d(1, 3, 3), M.nn.GroupNorm(1, 3), M.nn.GELU(),
+                               M.nn.AdaptiveAvgPool2d(2), M.nn.Flatten(), M.nn.Linear(12, 3))
+    torch.manual_seed(0)
+    tm, fm = make(torch), make(ft)
+    copy_weights(tm, fm)
+    to = torch.optim.Adam(tm.parameters(), lr=1e-2)
+    fo = ft.optim.Adam(fm.parameters(), lr=1e-2)
+    x = R(4, 1, 6, 6, seed=1, dtype=np.float32)
+    y = I(4, high=3, seed=2)
+    for _ in range(4):
+        for M, m, o in ((torch, tm, to), (ft, fm, fo)):
+            o.zero_grad()
+            M.nn.functional.cross_entropy(m(M.from_numpy(x)), M.from_numpy(y)).backward()
+            o.step()
+    for (k, tp), (_, fp) in zip(tm.named_parameters(), fm.named_parameters()):
+        np.testing.assert_allclose(_np(fp), _np(tp), rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+_ = math
