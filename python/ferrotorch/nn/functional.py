@@ -1291,6 +1291,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return _interp_separable(input, output_size, align_corners, scales, "linear")
     if nd == 5 and mode == "area":
         return adaptive_avg_pool3d(input, output_size)
+    if nd == 5 and mode in ("nearest", "nearest-exact") and all(v > 0 for v in output_size):
+        # One index_select per spatial dim, with the native kernels' source indices.
+        return _resample_composed(input, output_size, scales, mode, align_corners)
     if nd == 3 and mode == "bilinear":
         raise NotImplementedError("Got 3D input, but bilinear mode needs 4D input")
     if nd == 3 and mode == "trilinear":
