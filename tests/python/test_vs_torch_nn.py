@@ -1224,3 +1224,329 @@ def test_training_loop_float32():
 
 
 _ = math
+
+
+# ----------------------------------------------------------------------------- edge cases
+
+def test_gradient_ties_and_kinks():
+    """Subgradient conventions at ties and kinks: maximum/minimum split ties, amax/amin
+    spread evenly, max(dim) picks one index, clamp passes at the bounds, abs/relu at 0."""
+    a = np.array([[1.0, 3.0, 3.0, -2.0], [0.0, 0.0, -1.0, 0.5], [2.0, 2.0, 2.0, 2.0]])
+    b = np.array([[1.0, 2.0, 3.0, -2.0], [0.0, 1.0, -1.0, 0.5], [2.0, 0.0, 2.0, 3.0]])
+    run_both(lambda M, x, y: (M.maximum(x, y), M.minimum(x, y), M.fmax(x, y),
+                              x.amax(1), x.amin(0), x.max(), x.min(), M.max(x, 1).values,
+                              M.clamp(x, 0.0, 2.0), x.abs(), M.relu(x), x.sign(),
+                              M.nn.functional.hardtanh(x, 0.0, 2.0),
+                              M.nn.functional.relu6(x * 3), M.median(x), x.median(1).values,
+                              M.nn.functional.leaky_relu(x), x.sqrt().nan_to_num(0.0) * 0,
+                              M.linalg.vector_norm(x * 0, dim=1), x.norm(dim=1),
+                              M.nn.functional.normalize(x * 0 + (x > 5), dim=1)), [a, b])
+
+
+def test_prod_cumprod_with_zeros():
+    a = np.array([[1.5, 0.0, 2.0, -1.0], [0.0, 0.0, 3.0, 1.0], [1.0, 2.0, 3.0, 4.0]])
+    run_both(lambda M, x: (x.prod(1), x.prod(), x.prod(0, keepdim=True), x.cumprod(1),
+                           x.cumprod(0)), [a])
+
+
+def test_max_pool_ties():
+    x = np.zeros((1, 1, 4, 4))
+    x[0, 0, 1, 1] = x[0, 0, 1, 2] = 1.0
+    run_both(lambda M, x: (M.nn.functional.max_pool2d(x, 2, 1),
+                           M.nn.functional.adaptive_max_pool2d(x, 3)), [x])
+
+
+def test_inplace_ops_in_graph():
+    a, b = R(4, 5, seed=1), R(4, 5, seed=2)
+    idx = np.array([0, 2])
+
+    def f(M, x, y):
+        z = x * 2
+        z.add_(y, alpha=0.5)
+        z.mul_(y)
+        z.clamp_(-1.0, 1.5)
+        z[:, 1].sigmoid_()
+        w = y.clone()
+        w.index_add_(0, M.from_numpy(idx), x[:2])
+        w.masked_fill_(x > 1.0, 0.0)
+        v = x.exp() * 1.0
+        v.div_(y.abs() + 1).sub_(1).tanh_()
+        u = y * 1
+        u.transpose(0, 1)[2:4].mul_(3)
+        return z, w, v, u
+    run_both(f, [a, b])
+
+
+def test_noncontiguous_inputs():
+    a = np.ascontiguousarray(R(6, 5, seed=1).T)  # values; transpose inside
+    w = R(3, 2, 3, 3, seed=2)
+    x = R(2, 5, 2, 7, seed=3)
+
+    def f(M, a, w, x):
+        at = a.T
+        xs = x.transpose(1, 2)[:, :, ::2]
+        return (at.sin() * at[:, ::2].sum(1, keepdim=True), at.softmax(0), at @ a,
+                M.nn.functional.conv2d(xs, w, padding=1), xs.cumsum(3), xs.max(2).values)
+    run_both(f, [a, w, x])
+
+
+_NO_DOUBLE_BW = ("double backward: the native backward of this op is not recorded under "
+                 "create_graph=True (the first gradient has no grad_fn), so second-order "
+                 "gradients come back as zero/unused")
+SECOND_ORDER = [
+    ("tanh_softmax_lse", lambda M, x, w: (M.softmax(x, 1) * x.sigmoid()).sum()
+     + (x.logsumexp(0) ** 3).sum() + x.tanh().prod()),
+    ("linear_gelu", lambda M, x, w: _F(M).gelu(_F(M).linear(x, w[:, :5]))),
+    ("pool_interp", lambda M, x, w: _F(M).interpolate(_F(M).max_pool1d(x[None], 2) ** 2,
+                                                      scale_factor=2, mode="linear")),
+    ("sdpa", lambda M, x, w: _F(M).scaled_dot_product_attention(x[None], x[None], x[None])),
+    ("linalg", lambda M, x, w: M.linalg.inv(w[:, :4] @ w[:, :4].T + 4 * M.eye(4,
+                                                                            dtype=w.dtype))
+     + M.linalg.det(w[:, :4])),
+    xf(("conv1d", lambda M, x, w: _F(M).conv1d(x[None], w[:, :4, None].expand(4, 4, 2)) ** 2),
+       _NO_DOUBLE_BW),
+    xf(("layer_norm", lambda M, x, w: _F(M).layer_norm(x, (5,)) ** 3), _NO_DOUBLE_BW),
+    xf(("batch_norm", lambda M, x, w: _F(M).batch_norm(x, None, None, training=True) ** 3),
+       _NO_DOUBLE_BW),
+    xf(("cross_entropy", lambda M, x, w: _F(M).cross_entropy(
+        x, M.from_numpy(np.array([0, 1, 4, 2]))) ** 2), _NO_DOUBLE_BW),
+]
+
+
+@pytest.mark.parametrize("name,fn", SECOND_ORDER,
+                         ids=[c[0] if isinstance(c, tuple) else c.id for c in SECOND_ORDER])
+def test_second_order(name, fn):
+    x, w = R(4, 5, seed=1), R(4, 6, seed=2)
+    res = []
+    for M in (torch, ft):
+        xi, wi = (M.from_numpy(t.copy()).requires_grad_() for t in (x, w))
+        y = fn(M, xi, wi)
+        y = (y * M.from_numpy(R(*y.shape, seed=3))).sum()
+        g = M.autograd.grad(y, [xi, wi], create_graph=True, allow_unused=True,
+                            materialize_grads=True)
+        s = sum((gi ** 2).sum() for gi in g)
+        h = M.autograd.grad(s, [xi, wi], allow_unused=True, materialize_grads=True)
+        res.append([_np(t) for t in (*g, *h)])
+    for fr, tr in zip(res[1], res[0]):
+        np.testing.assert_allclose(fr, tr, rtol=1e-6, atol=1e-8)
+
+
+def test_special_functions():
+    a = R(3, 4, pos=True, seed=1)
+    b = R(3, 4, seed=2)
+    run_both(lambda M, x, y: (M.special.xlog1py(y, x), M.special.i0(y), M.special.i0e(y),
+                              M.polygamma(1, x), \
+                              M.sinc(y), M.logaddexp(x, y), M.logaddexp2(x, y), M.erfc(y),
+                              M.special.log_ndtr(y), M.special.ndtr(y), M.mvlgamma(x + 2, 2),
+                              M.special.entr(x), M.special.logit(x / 3, eps=0.1),
+                              M.deg2rad(y), M.special.expit(y), M.float_power(x, y)),
+             [a, b])
+
+
+def test_variance_corrections():
+    a = R(3, 4, 5, seed=1)
+    run_both(lambda M, x: (x.var(1, correction=0), x.std((0, 2), correction=2, keepdim=True),
+                           M.var_mean(x, 2, correction=0), x.var(), x.std(unbiased=False),
+                           M.cov(x[0]), M.corrcoef(x[1]), M.cov(x[0], correction=0)), [a])
+
+
+def test_loss_edge_cases():
+    x = R(3, 4, seed=1)
+
+    def f(M, x):
+        F = _F(M)
+        y_all_ignored = M.from_numpy(np.array([1, 1, 1]))
+        return (F.cross_entropy(x, y_all_ignored, ignore_index=1, reduction="sum"),
+                F.nll_loss(F.log_softmax(x, 1), M.from_numpy(np.array([2, 0, 3])),
+                           weight=M.from_numpy(np.array([0.5, 1.0, 2.0, 0.0]))),
+                F.cross_entropy(x[0], M.from_numpy(np.array(2))),
+                F.cross_entropy(x[0], F.softmax(x[1].detach(), 0)),
+                F.binary_cross_entropy(F.sigmoid(x), (x.detach() > 0).to(x.dtype)),
+                F.l1_loss(x, x.detach() * 0 + 1), F.huber_loss(x, x.detach() + 1, delta=1.0))
+    run_both(f, [x])
+
+
+def test_cross_entropy_all_ignored_mean_is_nan():
+    for M in (torch, ft):
+        x = M.from_numpy(R(3, 4, seed=1))
+        y = M.from_numpy(np.array([1, 1, 1]))
+        assert math.isnan(float(M.nn.functional.cross_entropy(x, y, ignore_index=1)))
+
+
+def test_ctc_concatenated_targets_float32():
+    T, N, C = 10, 2, 4
+    logits = R(T, N, C, seed=1, dtype=np.float32)
+    targets = np.array([1, 2, 2, 3, 1], dtype=np.int64)
+    il, tl = np.array([10, 8]), np.array([3, 2])
+    run_both(lambda M, x: _F(M).ctc_loss(_F(M).log_softmax(x, 2), M.from_numpy(targets),
+                                         M.from_numpy(il), M.from_numpy(tl), blank=0),
+             [logits], tol=F32)
+    run_both(lambda M, x: _F(M).ctc_loss(_F(M).log_softmax(x, 2), M.from_numpy(targets),
+                                         (10, 8), (3, 2), blank=0, reduction="sum"),
+             [logits], tol=F32)
+
+
+def test_distance_functions():
+    a, b = R(5, 4, seed=1), R(5, 4, seed=2)
+    run_both(lambda M, x, y: (_F(M).cosine_similarity(x, y), _F(M).cosine_similarity(x, y, 0),
+                              _F(M).pairwise_distance(x, y), _F(M).pairwise_distance(x, y, p=1,
+                                                                                     eps=1e-3),
+                              _F(M).pdist(x), _F(M).pdist(x, p=3), M.cdist(x, y, p=1)),
+             [a, b])
+
+
+def test_embedding_max_norm():
+    w = R(8, 3, seed=1) * 3
+    idx = np.array([[0, 2, 2], [5, 1, 7]])
+    res = []
+    for M in (torch, ft):
+        wt = M.from_numpy(w.copy())
+        out = _F(M).embedding(M.from_numpy(idx), wt, max_norm=1.5, norm_type=2)
+        res.append((_np(out), _np(wt)))
+    np.testing.assert_allclose(res[1][0], res[0][0], **F64)
+    np.testing.assert_allclose(res[1][1], res[0][1], **F64)
+
+
+def test_packed_sequence_lstm():
+    lengths = [5, 3, 2]
+    x = R(5, 3, 4, seed=1)
+    torch.manual_seed(0)
+    tm = torch.nn.LSTM(4, 3, num_layers=2, bidirectional=True).double()
+    fm = ft.nn.LSTM(4, 3, num_layers=2, bidirectional=True).double()
+    copy_weights(tm, fm)
+
+    def fn(M, x):
+        m = tm if M is torch else fm
+        rnn = M.nn.utils.rnn
+        packed = rnn.pack_padded_sequence(x, lengths)
+        out, (h, c) = m(packed)
+        pad, lens = rnn.pad_packed_sequence(out)
+        return pad, h, c
+    run_both(fn, [x])
+    compare_params_grads(tm, fm, F64)
+
+
+def test_packed_sequence_gru_unsorted_batch_first():
+    lengths = [2, 5, 3]
+    x = R(3, 5, 4, seed=1)
+    torch.manual_seed(0)
+    tm = torch.nn.GRU(4, 3, batch_first=True).double()
+    fm = ft.nn.GRU(4, 3, batch_first=True).double()
+    copy_weights(tm, fm)
+
+    def fn(M, x):
+        m = tm if M is torch else fm
+        rnn = M.nn.utils.rnn
+        packed = rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, h = m(packed)
+        pad, _ = rnn.pad_packed_sequence(out, batch_first=True, total_length=6)
+        return pad, h
+    run_both(fn, [x])
+    compare_params_grads(tm, fm, F64)
+
+
+def test_transformer_full_and_encoder_stack():
+    E = 8
+    src, tgt = R(2, 5, E, seed=1), R(2, 4, E, seed=2)
+
+    def make(M):
+        return M.nn.Transformer(E, 2, num_encoder_layers=2, num_decoder_layers=1,
+                                dim_feedforward=12, dropout=0.0, batch_first=True)
+    torch.manual_seed(0)
+    tm, fm = make(torch).double(), make(ft).double()
+    copy_weights(tm, fm)
+
+    def fn(M, s, t):
+        m = tm if M is torch else fm
+        mask = m.generate_square_subsequent_mask(4, dtype=M.float64)
+        return m(s, t, tgt_mask=mask, tgt_is_causal=True)
+    run_both(fn, [src, tgt])
+    compare_params_grads(tm, fm, F64)
+
+    layer_t = torch.nn.TransformerEncoderLayer(E, 4, 16, dropout=0.0, norm_first=True)
+    layer_f = ft.nn.TransformerEncoderLayer(E, 4, 16, dropout=0.0, norm_first=True)
+    tm = torch.nn.TransformerEncoder(layer_t, 2, norm=torch.nn.LayerNorm(E),
+                                     enable_nested_tensor=False).double()
+    fm = ft.nn.TransformerEncoder(layer_f, 2, norm=ft.nn.LayerNorm(E),
+                                  enable_nested_tensor=False).double()
+    copy_weights(tm, fm)
+    run_both(lambda M, s: (tm if M is torch else fm)(s, is_causal=False), [src[:, :, :]])
+    compare_params_grads(tm, fm, F64)
+
+
+def test_optimizer_param_groups_and_state_dict():
+    torch.manual_seed(0)
+    tm, fm = _mlp(torch).double(), _mlp(ft).double()
+    copy_weights(tm, fm)
+
+    def groups(m):
+        return [{"params": m[0].parameters(), "lr": 0.05, "weight_decay": 0.1},
+                {"params": m[2].parameters()}]
+    to = torch.optim.Adam(groups(tm), lr=0.01, betas=(0.8, 0.95), maximize=False)
+    fo = ft.optim.Adam(groups(fm), lr=0.01, betas=(0.8, 0.95), maximize=False)
+    x, y = R(8, 4, seed=1), R(8, 2, seed=2)
+    for step in range(6):
+        for M, m, o in ((torch, tm, to), (ft, fm, fo)):
+            o.zero_grad()
+            ((m(M.from_numpy(x)) - M.from_numpy(y)) ** 2).mean().backward()
+            o.step()
+        if step == 2:  # round-trip the optimizer state
+            fo2 = ft.optim.Adam(groups(fm), lr=0.01)
+            fo2.load_state_dict(fo.state_dict())
+            fo = fo2
+    for (k, tp), (_, fp) in zip(tm.named_parameters(), fm.named_parameters()):
+        np.testing.assert_allclose(_np(fp), _np(tp), rtol=1e-9, atol=1e-11, err_msg=k)
+
+
+SCHED2 = [
+    ("CosineAnnealingLR", dict(T_max=7, eta_min=0.0)),
+    ("OneCycleLR", dict(max_lr=0.5, epochs=3, steps_per_epoch=10, pct_start=0.4,
+                        div_factor=10, final_div_factor=100)),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=4, cycle_momentum=False,
+                      scale_fn=lambda x: 0.5 ** x, scale_mode="cycle")),
+    ("StepLR", dict(step_size=1, gamma=0.95)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=3, T_mult=1)),
+]
+
+
+@pytest.mark.parametrize("name,kw", SCHED2, ids=[f"{n}-{i}" for i, (n, _) in
+                                                 enumerate(SCHED2)])
+def test_lr_schedulers_adam_two_groups(name, kw):
+    seqs = []
+    for M in (torch, ft):
+        p1, p2 = M.nn.Parameter(M.zeros(2)), M.nn.Parameter(M.zeros(2))
+        o = M.optim.Adam([{"params": [p1]}, {"params": [p2], "lr": 0.02}], lr=0.1)
+        s = getattr(M.optim.lr_scheduler, name)(o, **kw)
+        seq = []
+        for _ in range(30):
+            o.step()
+            s.step()
+            for g in o.param_groups:
+                seq.append([g["lr"], *g["betas"]])
+        seqs.append(seq)
+    np.testing.assert_allclose(np.array(seqs[1]), np.array(seqs[0]), rtol=1e-10, atol=1e-12)
+
+
+def test_reduce_on_plateau_max_abs():
+    metrics = [0.1, 0.2, 0.21, 0.2, 0.19, 0.3, 0.3, 0.3, 0.3, 0.31, 0.29, 0.28] * 2
+    seqs = []
+    for M in (torch, ft):
+        o = _opt_for_sched(M, "")
+        s = M.optim.lr_scheduler.ReduceLROnPlateau(o, mode="max", factor=0.3, patience=1,
+                                                   threshold=0.05, threshold_mode="abs")
+        seq = []
+        for m in metrics:
+            o.step()
+            s.step(m)
+            seq.append(o.param_groups[0]["lr"])
+        seqs.append(seq)
+    np.testing.assert_allclose(seqs[1], seqs[0], rtol=1e-12)
+
+
+def test_float32_core_ops():
+    a, b = R(6, 7, seed=1, dtype=np.float32), R(7, 5, seed=2, dtype=np.float32)
+    run_both(lambda M, x, y: (x @ y, x.softmax(1), x.log_softmax(0), x.logsumexp(1),
+                              x.var(1), x.norm(dim=0), M.sort(x, 1), x.cumsum(1),
+                              _F(M).layer_norm(x, (7,)), _F(M).gelu(x), x.tanh().prod(1),
+                              M.einsum("ij,jk->ik", x, y), M.linalg.inv(y @ y.T + 5 * M.eye(7))),
+             [a, b], tol=dict(rtol=5e-4, atol=5e-5))

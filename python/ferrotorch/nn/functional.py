@@ -71,7 +71,11 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     x = _inplace_src(input, inplace)
-    out = x.maximum(_scalar(min_val, x)).minimum(_scalar(max_val, x))
+    out = x.clamp(min_val, max_val)
+    if x.requires_grad and _C.is_grad_enabled():
+        # PyTorch's gradient mask is strict (min_val < x < max_val): zero at the bounds,
+        # where clamp would pass it and maximum/minimum would split it.
+        out = _C.where((x > min_val) & (x < max_val), x, out.detach())
     if inplace:
         return input.copy_(out)
     return out
@@ -336,9 +340,12 @@ def one_hot(tensor, num_classes=-1):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim``."""
-    norm = input.abs().pow(p).sum(dim, keepdim=True).pow(1.0 / p)
-    denom = norm.maximum(_scalar(eps, norm))
-    res = input / denom
+    # As PyTorch: vector_norm (zero gradient at a zero vector, where pow(1/p) would give
+    # 0 * inf = nan) and clamp_min (which passes the gradient at the bound).
+    from ferrotorch import linalg
+
+    norm = linalg.vector_norm(input, p, dim, keepdim=True)
+    res = input / norm.clamp_min(eps)
     if out is not None:
         out.copy_(res)
         return out
