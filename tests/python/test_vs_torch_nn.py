@@ -1550,3 +1550,332 @@ def test_float32_core_ops():
                               _F(M).layer_norm(x, (7,)), _F(M).gelu(x), x.tanh().prod(1),
                               M.einsum("ij,jk->ik", x, y), M.linalg.inv(y @ y.T + 5 * M.eye(7))),
              [a, b], tol=dict(rtol=5e-4, atol=5e-5))
+
+
+# ----------------------------------------------------------------------------- more ops
+
+def test_more_core_ops():
+    a, b = R(4, 5, seed=1), R(4, 5, seed=2)
+    idx = np.array([3, 0, 0])
+
+    def f(M, x, y):
+        return (M.diff(x, dim=1), M.diff(x, n=2, dim=0, prepend=y[:1]), M.trapezoid(x, dim=1),
+                M.cumulative_trapezoid(y, dim=0), M.renorm(x, 2, 0, 1.0),
+                M.lerp(x, y, y.sigmoid()), M.clamp(x, min=y - 1, max=y + 0.5),
+                M.where(x > 0, x, 0.5), M.nanmean(x), M.quantile(x, 0.3, dim=1),
+                M.quantile(x, M.from_numpy(np.array([0.1, 0.75])), dim=0, keepdim=True,
+                           interpolation="midpoint"),
+                M.quantile(x, 0.4, interpolation="nearest"), M.nanquantile(y, 0.6),
+                M.rot90(x, 1, (0, 1)), M.diag(x[0]), M.diagflat(y[1]), M.diag(x, 1),
+                x.index_fill(1, M.from_numpy(idx), -1.0),
+                x.index_put((M.from_numpy(idx), M.from_numpy(idx)), y[0, :3], accumulate=True),
+                M.take_along_dim(x, M.from_numpy(np.argsort(b, 1)), 1),
+                M.cartesian_prod(x[0, :2], y[0, :3]), M.combinations(x[1], 2),
+                M.logcumsumexp(y, 0), M.nanmedian(x, 1).values, x.T.contiguous().view(-1),
+                M.heaviside(x.detach(), y.detach()) * y, M.sgn(x) * x, M.frexp(x).mantissa, M.ldexp(x, y.round()),
+                M.addr(x, y[:, 0], x[0]), M.vdot(x[0], y[0]), M.inner(x, y),
+                M.linalg.vecdot(x, y), M.linalg.cross(x[:, :3], y[:, :3]))
+    run_both(f, [a, b])
+
+
+def test_more_linalg():
+    A = spd(4, seed=3)
+    G = R(2, 4, 4, seed=2) + 3 * np.eye(4)
+    B = R(4, 3, seed=3)
+    W = R(3, 5, seed=4)
+
+    def f(M, A, G, B, W):
+        LU, piv = M.linalg.lu_factor(G)
+        P, L, U = M.linalg.lu(G)
+        q, r = M.linalg.qr(W.T, mode="complete")
+        U2, S2, Vh2 = M.linalg.svd(W, full_matrices=True)
+        return (M.linalg.solve(G, B), M.linalg.solve(G[0], B[:, 0]), M.linalg.lu_solve(LU, piv, B),
+                L @ U, P, M.linalg.cholesky(A, upper=True), q @ r, M.linalg.qr(W.T.detach(), mode="r")[1]
+                .abs(), (U2[:, :3] * S2) @ Vh2[:3], M.linalg.cond(G), M.linalg.tensorsolve(
+                    G[0], B[:, 0]), M.linalg.eigvalsh(A, UPLO="U"), M.linalg.matrix_norm(G, 2),
+                M.linalg.norm(G, "nuc", dim=(1, 2)), M.linalg.inv_ex(G).inverse,
+                M.linalg.cholesky_ex(A).L, M.linalg.solve_ex(G, B).result,
+                M.linalg.pinv(A, hermitian=True), M.linalg.det(G), M.linalg.slogdet(G)[1],
+                M.linalg.svd(G)[1], M.linalg.matrix_exp(G[1] * 0.2))
+    run_both(f, [A, G, B, W])
+
+
+MORE_POOLS = [
+    ("max_pool2d", (1, 2, 9, 9), dict(kernel_size=3, stride=2, padding=1, dilation=2,
+                                      ceil_mode=True, return_indices=True)),
+    ("max_pool3d", (1, 2, 5, 6, 7), dict(kernel_size=(2, 3, 2), stride=(1, 2, 2), padding=1,
+                                         return_indices=True)),
+    ("avg_pool1d", (2, 3, 10), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                    count_include_pad=False)),
+    ("avg_pool3d", (1, 2, 5, 6, 7), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    ("avg_pool3d", (1, 2, 4, 4, 4), dict(kernel_size=2, divisor_override=5)),
+    ("adaptive_max_pool3d", (1, 2, 5, 7, 6), dict(output_size=(3, 4, 5))),
+    ("adaptive_max_pool3d", (2, 5, 7, 6), dict(output_size=(2, None, 4), return_indices=True)),
+    ("adaptive_max_pool2d", (1, 2, 5, 7), dict(output_size=(3, 5))),
+    ("adaptive_avg_pool2d", (1, 2, 5, 7), dict(output_size=(10, 9))),
+    ("lp_pool1d", (1, 2, 9), dict(norm_type=3, kernel_size=3, stride=2)),
+    ("lp_pool2d", (1, 2, 7, 7), dict(norm_type=1, kernel_size=3, stride=2, ceil_mode=True)),
+    ("lp_pool3d", (1, 2, 4, 4, 4), dict(norm_type=2, kernel_size=2)),
+]
+
+
+@pytest.mark.parametrize("case", MORE_POOLS, ids=[f"{c[0]}-{i}" for i, c in
+                                                  enumerate(MORE_POOLS)])
+def test_more_pools(case):
+    name, xs, kw = case
+    x = R(*xs, seed=5)
+    if name.startswith("lp_pool") and kw["norm_type"] != 2:
+        x = np.abs(x) + 0.1
+    run_both(lambda M, x: getattr(_F(M), name)(x, **kw), [x])
+
+
+def test_max_unpool_1d_3d():
+    def f(M, x, y):
+        a, i = _F(M).max_pool1d(x, 2, return_indices=True)
+        b, j = _F(M).max_pool3d(y, 2, return_indices=True)
+        return (_F(M).max_unpool1d(a, i, 2, output_size=[9]), _F(M).max_unpool3d(b, j, 2),
+                _F(M).max_unpool1d(a, i, 2))
+    run_both(f, [R(2, 3, 9, seed=1), R(1, 2, 4, 4, 4, seed=2)])
+
+
+def test_conv3d_transpose_and_same_even():
+    x, w = R(1, 2, 4, 5, 4, seed=1), R(2, 3, 3, 2, 3, seed=2)
+    x2, w2 = R(1, 2, 6, 7, seed=3), R(3, 2, 4, 2, seed=4)
+    run_both(lambda M, x, w, x2, w2: (
+        _F(M).conv_transpose3d(x, w, stride=(2, 1, 2), padding=1, output_padding=(1, 0, 0)),
+        _F(M).conv2d(x2, w2, padding="same", dilation=(1, 2)),
+        _F(M).conv1d(x2[:, :, 0], w2[:, :, :, 0], padding="same"),
+        _F(M).conv3d(x, w.transpose(0, 1), padding="same")), [x, w, x2, w2])
+
+
+def test_grid_sample_3d():
+    x = R(1, 2, 4, 5, 3, seed=1)
+    theta = R(1, 3, 4, seed=2) * 0.2 + np.eye(3, 4)
+    for ac in (False, True):
+        for pm in ("zeros", "border", "reflection"):
+            run_both(lambda M, x, t, ac=ac, pm=pm: _F(M).grid_sample(
+                x, _F(M).affine_grid(t, [1, 2, 3, 4, 2], align_corners=ac),
+                padding_mode=pm, align_corners=ac), [x, theta])
+
+
+def test_interpolate_more():
+    x = R(1, 2, 5, 7, seed=1)
+    run_both(lambda M, x: (
+        _F(M).interpolate(x, scale_factor=(1.7, 0.6), mode="nearest"),
+        _F(M).interpolate(x, scale_factor=(1.7, 0.6), mode="bilinear",
+                          recompute_scale_factor=True),
+        _F(M).interpolate(x, scale_factor=1.3, mode="bicubic"),
+        _F(M).interpolate(x, size=(3, 4), mode="bicubic", align_corners=True),
+        _F(M).interpolate(x, scale_factor=0.6, mode="nearest-exact"),
+        _F(M).interpolate(x, size=(1, 1), mode="bilinear", align_corners=True),
+        _F(M).interpolate(x[:, :, 0], scale_factor=0.5, mode="linear"),
+        _F(M).interpolate(x[..., None], size=(7, 5, 2), mode="area"),
+        _F(M).upsample_bilinear(x, scale_factor=2), _F(M).upsample_nearest(x, size=(6, 6))),
+        [x])
+
+
+def test_embedding_bag_functional():
+    w = R(10, 3, seed=1)
+    inp = np.array([1, 2, 4, 5, 4, 3, 2, 9])
+    offs = np.array([0, 2, 2, 5])
+    psw = R(8, seed=2)
+
+    def f(M, w, psw):
+        i, o = M.from_numpy(inp), M.from_numpy(offs)
+        F = _F(M)
+        return (F.embedding_bag(i, w, o, mode="sum"), F.embedding_bag(i, w, o, mode="mean"),
+                F.embedding_bag(i, w, o, mode="max"),
+                F.embedding_bag(i, w, o, mode="sum", per_sample_weights=psw),
+                F.embedding_bag(i, w, o, mode="mean", padding_idx=4),
+                F.embedding_bag(i, w, o, mode="sum", include_last_offset=True),
+                F.embedding_bag(i.view(2, 4), w, mode="mean"))
+    run_both(f, [w, psw])
+
+
+def test_more_losses():
+    x = R(3, 4, 2, 2, seed=1)
+    y = RI(3, 2, 2, high=4, seed=2)
+    p = np.abs(R(3, 4, 2, 2, seed=3))
+    p /= p.sum(1, keepdims=True)
+    w = R(4, pos=True, seed=4)
+    lx = R(3, 5, seed=5)
+
+    def f(M, x, p, w, lx):
+        F = _F(M)
+        yi = M.from_numpy(y)
+        return (F.cross_entropy(x, p, label_smoothing=0.25),
+                F.cross_entropy(x, yi, weight=w, label_smoothing=0.2, reduction="sum"),
+                F.nll_loss(F.log_softmax(x, 1), yi, weight=w, reduction="none"),
+                F.kl_div(F.log_softmax(lx, 1), F.softmax(lx.detach() * 2, 1),
+                         reduction="batchmean"),
+                F.kl_div(F.log_softmax(lx, 1), F.log_softmax(lx.detach() * 2, 1),
+                         reduction="batchmean", log_target=True),
+                F.binary_cross_entropy_with_logits(lx, (lx.detach() > 0).to(lx.dtype),
+                                                   pos_weight=w[:1].detach() * 3),
+                F.poisson_nll_loss(lx, lx.detach().abs(), eps=1e-2),
+                F.gaussian_nll_loss(lx, lx.detach() * 0.5, lx.detach().abs() + 0.1,
+                                    eps=0.2),
+                F.gaussian_nll_loss(lx[0], lx[1].detach(), lx[2].detach().abs()))
+    run_both(f, [x, p, w, lx], nograd_idx=(1, 2))
+
+
+@pytest.mark.parametrize("cls,args,target", [
+    ("CrossEntropyLoss", dict(label_smoothing=0.1), "cls"),
+    ("NLLLoss", dict(ignore_index=1), "cls"),
+    ("MultiMarginLoss", dict(margin=0.5), "cls"),
+    ("BCEWithLogitsLoss", dict(reduction="sum"), "bin"),
+    ("HuberLoss", dict(delta=0.3), "real"),
+    ("SmoothL1Loss", dict(beta=2.0), "real"),
+    ("KLDivLoss", dict(reduction="batchmean"), "real"),
+    ("SoftMarginLoss", {}, "sign"),
+    ("MultiLabelSoftMarginLoss", {}, "bin"),
+    ("L1Loss", dict(reduction="none"), "real"),
+])
+def test_loss_modules(cls, args, target):
+    x = R(4, 3, seed=1)
+    t = {"cls": RI(4, high=3, seed=2), "bin": (R(4, 3, seed=3) > 0).astype(np.float64),
+         "real": R(4, 3, seed=4), "sign": np.sign(R(4, 3, seed=5))}[target]
+    run_both(lambda M, x: getattr(M.nn, cls)(**args)(x, M.from_numpy(t)), [x])
+
+
+def test_modules_misc():
+    x = R(2, 4, 6, 6, seed=1)
+    makes = [
+        lambda M: M.nn.PReLU(4), lambda M: M.nn.Upsample(scale_factor=2, mode="bilinear"),
+        lambda M: M.nn.Unfold(3, padding=1, stride=2), lambda M: M.nn.PixelShuffle(2),
+        lambda M: M.nn.Sequential(M.nn.Conv2d(4, 6, 3, groups=2, bias=False),
+                                  M.nn.InstanceNorm2d(6, affine=True), M.nn.SiLU(),
+                                  M.nn.ZeroPad2d((1, 0, 2, 1)), M.nn.AvgPool2d(2, ceil_mode=True),
+                                  M.nn.Dropout(0.3)).eval(),
+        lambda M: M.nn.Sequential(M.nn.Flatten(), M.nn.Linear(144, 8), M.nn.LayerNorm(8),
+                                  M.nn.Mish(), M.nn.Linear(8, 3), M.nn.LogSoftmax(1)),
+        lambda M: M.nn.Sequential(M.nn.Conv2d(4, 3, 1), M.nn.GroupNorm(3, 3),
+                                  M.nn.Hardswish(), M.nn.ReflectionPad2d(1),
+                                  M.nn.ConvTranspose2d(3, 2, 2, stride=2), M.nn.ELU(),
+                                  M.nn.AdaptiveMaxPool2d(3)),
+    ]
+    for make in makes:
+        torch.manual_seed(0)
+        tm, fm = make(torch).double(), make(ft).double()
+        copy_weights(tm, fm)
+        run_both(lambda M, x, tm=tm, fm=fm: (tm if M is torch else fm)(x), [x])
+        compare_params_grads(tm, fm, F64)
+
+
+def test_bilinear_module_and_weight_norm():
+    x1, x2 = R(3, 4, seed=1), R(3, 5, seed=2)
+    torch.manual_seed(0)
+    tm, fm = torch.nn.Bilinear(4, 5, 2).double(), ft.nn.Bilinear(4, 5, 2).double()
+    copy_weights(tm, fm)
+    run_both(lambda M, a, b: (tm if M is torch else fm)(a, b), [x1, x2])
+    compare_params_grads(tm, fm, F64)
+    tl = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(4, 3).double())
+    fl = ft.nn.utils.parametrizations.weight_norm(ft.nn.Linear(4, 3).double())
+    copy_weights(tl, fl)
+    run_both(lambda M, a: (tl if M is torch else fl)(a), [x1])
+    compare_params_grads(tl, fl, F64)
+
+
+def test_swa_utils():
+    torch.manual_seed(0)
+    tm, fm = _mlp(torch).double(), _mlp(ft).double()
+    copy_weights(tm, fm)
+    res = []
+    for M, m in ((torch, tm), (ft, fm)):
+        swa = M.optim.swa_utils.AveragedModel(m)
+        ema = M.optim.swa_utils.AveragedModel(
+            m, multi_avg_fn=M.optim.swa_utils.get_ema_multi_avg_fn(0.9))
+        opt = M.optim.SGD(m.parameters(), lr=0.1)
+        sched = M.optim.swa_utils.SWALR(opt, swa_lr=0.05, anneal_epochs=3,
+                                        anneal_strategy="cos")
+        lrs = []
+        for step in range(5):
+            opt.zero_grad()
+            (m(M.from_numpy(R(6, 4, seed=step))) ** 2).mean().backward()
+            opt.step()
+            sched.step()
+            lrs.append(opt.param_groups[0]["lr"])
+            swa.update_parameters(m)
+            ema.update_parameters(m)
+        res.append((lrs, [_np(p) for p in swa.parameters()], [_np(p) for p in ema.parameters()]))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
+    for a, b in zip(res[1][1] + res[1][2], res[0][1] + res[0][2]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+OPTS2 = [
+    ("Adagrad", dict(lr=0.1, maximize=True)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, eps=1e-6, maximize=True)),
+    ("Rprop", dict(lr=0.01, maximize=True)),
+    ("Adam", dict(lr=0.01, maximize=True, eps=1e-3)),
+    ("Adamax", dict(lr=0.02, maximize=True)),
+    ("NAdam", dict(lr=0.02, momentum_decay=0.01, weight_decay=0.1)),
+    ("SGD", dict(lr=0.1, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=0)),
+    ("Adadelta", dict(lr=0.5, maximize=True)),
+]
+
+
+@pytest.mark.parametrize("name,kw", OPTS2, ids=[f"{n}-{i}" for i, (n, _) in
+                                                enumerate(OPTS2)])
+def test_optimizers_more(name, kw):
+    test_optimizers(name, kw)
+
+
+def test_cosine_warm_restarts_fractional_epochs():
+    seqs = []
+    for M in (torch, ft):
+        o = _opt_for_sched(M, "")
+        s = M.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.01)
+        seq = []
+        for epoch in range(8):
+            for i in range(4):
+                o.step()
+                s.step(epoch + i / 4)
+                seq.append(o.param_groups[0]["lr"])
+        seqs.append(seq)
+    np.testing.assert_allclose(seqs[1], seqs[0], rtol=1e-12)
+
+
+def test_scheduler_state_dict_resume():
+    seqs = []
+    for M in (torch, ft):
+        o = _opt_for_sched(M, "CyclicLR")
+        s = M.optim.lr_scheduler.OneCycleLR(o, max_lr=1.0, total_steps=20)
+        seq = []
+        for _ in range(7):
+            o.step()
+            s.step()
+        sd = s.state_dict()
+        s2 = M.optim.lr_scheduler.OneCycleLR(o, max_lr=1.0, total_steps=20)
+        s2.load_state_dict(sd)
+        for _ in range(10):
+            o.step()
+            s2.step()
+            seq.append((o.param_groups[0]["lr"], o.param_groups[0]["momentum"]))
+        seqs.append(seq)
+    np.testing.assert_allclose(np.array(seqs[1]), np.array(seqs[0]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=1, output_padding=1),
+                                dict(stride=(1, 2, 3), padding=(0, 1, 2), dilation=(2, 1, 1),
+                                     groups=2),
+                                dict(stride=3, dilation=2, output_padding=(2, 1, 0))])
+def test_conv_transpose3d(kw):
+    g = kw.get("groups", 1)
+    x, w, b = R(2, 4, 3, 4, 5, seed=1), R(4, 3, 2, 3, 3, seed=2), R(3 * g, seed=3)
+    run_both(lambda M, x, w, b: (_F(M).conv_transpose3d(x, w, b, **kw),
+                                 _F(M).conv_transpose3d(x[0], w, **kw)), [x, w, b])
+
+
+def test_conv_transpose3d_and_adaptive_max3d_modules():
+    x = R(2, 3, 4, 5, 4, seed=1)
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.ConvTranspose3d(3, 2, 3, stride=2, padding=1),
+                             torch.nn.AdaptiveMaxPool3d((3, None, 2))).double()
+    fm = ft.nn.Sequential(ft.nn.ConvTranspose3d(3, 2, 3, stride=2, padding=1),
+                          ft.nn.AdaptiveMaxPool3d((3, None, 2))).double()
+    copy_weights(tm, fm)
+    run_both(lambda M, x: (tm if M is torch else fm)(x), [x])
+    compare_params_grads(tm, fm, F64)
+    run_both(lambda M, x: (tm if M is torch else fm)[0](x, output_size=[8, 10, 8]), [x])

@@ -1898,6 +1898,92 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if unbatched else out
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-d transposed convolution with ``weight`` of shape ``(C_in, C_out / groups, kD, kH,
+    kW)``: one 2-d transposed convolution per depth tap (depth folded into the batch), each
+    spread to its output depths (input depth ``i`` lands on ``i * stride + tap * dilation``),
+    summed, then cropped by the depth padding."""
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to "
+                           f"conv_transpose3d, but got input of size: {list(input.shape)}")
+    if weight.ndim != 5:
+        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input "
+                           f"{list(input.shape)}, but got {weight.ndim}-dimensional weight "
+                           f"of size {list(weight.shape)} instead")
+    unbatched = input.ndim == 4
+    x = input.unsqueeze(0) if unbatched else input
+    groups = int(groups)
+    n, c, d_in, h_in, w_in = x.shape
+    cin, og, kd, kh, kw = weight.shape
+    if c != cin:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {cin} channels, but got {c} channels instead")
+    s = _triple(stride, "stride", "conv_transpose3d")
+    p = _triple(padding, "padding", "conv_transpose3d")
+    op = _triple(output_padding, "output_padding", "conv_transpose3d")
+    dil = _triple(dilation, "dilation", "conv_transpose3d")
+    if any(op[i] >= max(s[i], dil[i]) for i in range(3)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                           f"but got output_padding={op}, stride={s}, dilation={dil}")
+    o = og * groups
+    full = (d_in - 1) * s[0] + dil[0] * (kd - 1) + 1 + op[0]
+    d_out = full - 2 * p[0]
+    if d_out <= 0:
+        raise RuntimeError(f"conv_transpose3d: the output depth ({d_out}) is too small")
+    xs = x.transpose(1, 2).reshape(n * d_in, c, h_in, w_in)
+    spread = (d_in - 1) * s[0] + 1
+    out = None
+    for t in range(kd):
+        y = _C.conv_transpose2d(xs, weight[:, :, t], None, (s[1], s[2]), (p[1], p[2]),
+                                (op[1], op[2]), groups, (dil[1], dil[2]))
+        ho, wo = y.shape[-2], y.shape[-1]
+        y = y.reshape(n, d_in, o, ho, wo)
+        if s[0] > 1:  # zeros between the input depths
+            z = _C.zeros(n, d_in, s[0] - 1, o, ho, wo, dtype=y.dtype, device=y.device)
+            y = _C.cat([y.unsqueeze(2), z], 2).reshape(n, d_in * s[0], o, ho, wo)
+            y = y.narrow(1, 0, spread)
+        before = t * dil[0]
+        y = pad(y, (0, 0, 0, 0, 0, 0, before, full - spread - before))
+        out = y if out is None else out + y
+    out = out.narrow(1, p[0], d_out).transpose(1, 2)
+    if bias is not None:
+        out = out + bias.reshape(1, o, 1, 1, 1)
+    else:
+        out = out.contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """3-d adaptive max pooling with flat ``D*H*W`` argmax indices: the 2-d adaptive max pool
+    over (H, W) at each depth, then the 1-d one over depth (max is separable; ties go to the
+    first position in (d, h, w) order, as PyTorch's scan)."""
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got "
+                           f"{list(input.shape)}")
+    od, oh, ow = _adaptive_size(output_size, input, 3)
+    lead = list(input.shape[:-3])
+    depth, h_in, w_in = input.shape[-3:]
+    y, ihw = _adaptive_max_pool2d(input.reshape(-1, depth, h_in, w_in), [oh, ow])
+    y = y.reshape(-1, depth, oh * ow).transpose(1, 2)
+    z, idd = _adaptive_max_pool1d(y, [od])  # (P, oh*ow, od)
+    ihw = ihw.reshape(-1, depth, oh * ow).transpose(1, 2)
+    hw = ihw.gather(2, idd)
+    idx = idd * (h_in * w_in) + hw
+    out = z.transpose(1, 2).reshape(*lead, od, oh, ow)
+    return out, idx.transpose(1, 2).reshape(*lead, od, oh, ow)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """3-d adaptive max pooling (``return_indices`` also returns flat ``D*H*W`` indices)."""
+    out, idx = adaptive_max_pool3d_with_indices(input, output_size)
+    return (out, idx) if return_indices else out
+
+
+__all__ += ["conv_transpose3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices"]
+
+
 def _pool3d_args(input, kernel_size, stride, padding, dilation, name):
     if input.ndim not in (4, 5):
         raise RuntimeError(f"{name}: Expected 4D or 5D tensor for input, but got "

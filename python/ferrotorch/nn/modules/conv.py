@@ -12,7 +12,7 @@ from ferrotorch.nn.modules.module import Module
 from ferrotorch.nn.parameter import Parameter, UninitializedParameter
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold"]
-__all__ += ["Conv3d"]
+__all__ += ["Conv3d", "ConvTranspose3d"]
 
 
 def _ntuple(n, name="argument"):
@@ -321,6 +321,24 @@ class Fold(Module):
 
 
 _triple = _ntuple(3)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    r"""3-d transposed convolution over ``(N, C_in, D, H, W)`` (or ``(C_in, D, H, W)``)
+    inputs; ``forward`` takes an optional ``output_size`` to pick among the valid sizes."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         _triple(padding), _triple(dilation), True, _triple(output_padding),
+                         groups, bias, padding_mode, device=device, dtype=dtype)
+
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size, self.stride, self.padding,
+                                              self.kernel_size, 3, self.dilation)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                  output_padding, self.groups, self.dilation)
 
 
 class Conv3d(_ConvNd):

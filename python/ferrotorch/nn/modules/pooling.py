@@ -9,6 +9,7 @@ __all__ = [
 ]
 __all__ += ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "LPPool1d", "LPPool2d",
             "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+__all__ += ["AdaptiveMaxPool3d"]
 
 
 def _single(x):
@@ -165,6 +166,13 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
 
     def forward(self, input):
         return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    r"""3-d adaptive max pooling to ``output_size`` (``None`` keeps that input size)."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 class _LPPoolNd(Module):
