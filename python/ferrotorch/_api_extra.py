@@ -428,6 +428,18 @@ def frexp(input, *, out=None):
     mantissa, exponent = np.frexp(work.numpy())
     m = _C.from_numpy(np.ascontiguousarray(mantissa)).to(input.dtype).to(input.device)
     e = _C.from_numpy(np.ascontiguousarray(exponent).astype(np.int32)).to(input.device)
+    if input.requires_grad and _C.is_grad_enabled():
+        # PyTorch's derivative: d mantissa = d input / exponent.exp2() (2**e in float32,
+        # as there), carried by a term that is zero where input is finite and is input
+        # itself (exponent 0, mantissa = input) where it is not.
+        # (Where that float32 2**e underflows to 0 PyTorch's gradient is inf; here it is 0.)
+        finite = _ft.isfinite(input.detach())
+        zero = _ft.zeros_like(m)
+        scale = _ft.pow(2.0, e.float()).to(input.dtype)
+        ok = finite & (scale > 0)
+        scale = _ft.where(ok, scale, _ft.ones_like(scale))
+        delta = input - _ft.where(finite, input.detach(), zero)
+        m = _ft.where(ok, m + delta / scale, _ft.where(finite, m, delta))
     if out is not None:
         out[0].copy_(m)
         out[1].copy_(e)
