@@ -1879,3 +1879,189 @@ def test_conv_transpose3d_and_adaptive_max3d_modules():
     run_both(lambda M, x: (tm if M is torch else fm)(x), [x])
     compare_params_grads(tm, fm, F64)
     run_both(lambda M, x: (tm if M is torch else fm)[0](x, output_size=[8, 10, 8]), [x])
+
+
+# ----------------------------------------------------------------------------- autograd API
+
+def test_autograd_api_hooks_accumulation():
+    a = R(3, 4, seed=1)
+    res = []
+    for M in (torch, ft):
+        x = M.from_numpy(a.copy()).requires_grad_()
+        y = x.tanh() * 2
+        y.register_hook(lambda g: g * 3)
+        z = (y ** 2).sum(1)
+        z.backward(M.from_numpy(np.array([1.0, -2.0, 0.5])), retain_graph=True)
+        z.sum().backward()
+        g1 = _np(x.grad).copy()
+        x.grad = None
+        w = x.exp()
+        w.retain_grad()
+        (w * x).sum().backward()
+        res.append((g1, _np(x.grad), _np(w.grad)))
+    for f, t in zip(res[1], res[0]):
+        np.testing.assert_allclose(f, t, **F64)
+
+
+def test_autograd_functional_jacobian_hessian():
+    a = R(4, seed=1)
+
+    def fn(x):
+        return (x.sin() * x.roll(1)).cumsum(0)
+
+    def scalar(x):
+        return (x.exp() * x.roll(1) ** 2).sum() + x.prod()
+    tj = torch.autograd.functional.jacobian(fn, torch.from_numpy(a))
+    fj = ft.autograd.functional.jacobian(fn, ft.from_numpy(a))
+    np.testing.assert_allclose(_np(fj), _np(tj), **F64)
+    th = torch.autograd.functional.hessian(scalar, torch.from_numpy(a))
+    fh = ft.autograd.functional.hessian(scalar, ft.from_numpy(a))
+    np.testing.assert_allclose(_np(fh), _np(th), **F64)
+    tv = torch.autograd.functional.vjp(fn, torch.from_numpy(a), torch.from_numpy(a * 2))[1]
+    fv = ft.autograd.functional.vjp(fn, ft.from_numpy(a), ft.from_numpy(a * 2))[1]
+    np.testing.assert_allclose(_np(fv), _np(tv), **F64)
+    tv = torch.autograd.functional.jvp(fn, torch.from_numpy(a), torch.from_numpy(a * 2))[1]
+    fv = ft.autograd.functional.jvp(fn, ft.from_numpy(a), ft.from_numpy(a * 2))[1]
+    np.testing.assert_allclose(_np(fv), _np(tv), **F64)
+
+
+def test_func_transforms():
+    a, b = R(5, 3, seed=1), R(3, seed=2)
+
+    def f(x, w):
+        return ((x * w).sum(-1).tanh() ** 2).sum()
+    res = []
+    for M in (torch, ft):
+        x, w = M.from_numpy(a.copy()), M.from_numpy(b.copy())
+        g = M.func.grad(f, argnums=(0, 1))(x, w)
+        per = M.func.vmap(M.func.grad(f, argnums=1), in_dims=(0, None))(x[:, None], w)
+        jr = M.func.jacrev(lambda v, w=w: (v.sin() * w).cumsum(0))(w)
+        h = M.func.hessian(lambda v, w=w: (v.exp() * w).sum() ** 2)(w)
+        res.append([_np(t) for t in (*g, per, jr, h)])
+    for f_, t in zip(res[1], res[0]):
+        np.testing.assert_allclose(f_, t, **F64)
+
+
+# ----------------------------------------------------------------------------- more modules
+
+def test_mha_3d_mask_and_eval_fastpath():
+    E, nh, L, N = 8, 2, 5, 3
+    x = R(N, L, E, seed=1)
+    m3 = R(N * nh, L, L, seed=2)
+    torch.manual_seed(0)
+    tm = torch.nn.MultiheadAttention(E, nh, batch_first=True).double()
+    fm = ft.nn.MultiheadAttention(E, nh, batch_first=True).double()
+    copy_weights(tm, fm)
+    run_both(lambda M, x: (tm if M is torch else fm)(x, x, x, attn_mask=M.from_numpy(m3),
+                                                     average_attn_weights=False), [x])
+    compare_params_grads(tm, fm, F64)
+    tm.eval()
+    fm.eval()
+    kpm = np.zeros((N, L), dtype=bool)
+    kpm[0, -1] = True
+    with torch.no_grad(), ft.no_grad():
+        to = tm(*(torch.from_numpy(x),) * 3, key_padding_mask=torch.from_numpy(kpm))
+        fo = fm(*(ft.from_numpy(x),) * 3, key_padding_mask=ft.from_numpy(kpm))
+    np.testing.assert_allclose(_np(fo[0]), _np(to[0]), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(_np(fo[1]), _np(to[1]), rtol=1e-6, atol=1e-8)
+
+
+def test_transformer_encoder_eval_no_grad():
+    E = 8
+    x = R(2, 5, E, seed=1)
+    kpm = np.zeros((2, 5), dtype=bool)
+    kpm[1, 3:] = True
+
+    def make(M):
+        layer = M.nn.TransformerEncoderLayer(E, 2, 16, dropout=0.1, batch_first=True)
+        return M.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    torch.manual_seed(0)
+    tm, fm = make(torch).double().eval(), make(ft).double().eval()
+    copy_weights(tm, fm)
+    with torch.no_grad(), ft.no_grad():
+        to = tm(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(kpm))
+        fo = fm(ft.from_numpy(x), src_key_padding_mask=ft.from_numpy(kpm))
+    np.testing.assert_allclose(_np(fo)[0], _np(to)[0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(_np(fo)[1, :3], _np(to)[1, :3], rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("kind,kw", [
+    ("LSTM", dict(num_layers=2, bidirectional=True, proj_size=2)),
+    ("GRU", dict(num_layers=2, dropout=0.5)),
+    ("RNN", dict(nonlinearity="tanh", bias=False, bidirectional=True)),
+])
+def test_rnn_more(kind, kw):
+    x = R(4, 3, seed=1)  # unbatched (L, H_in)
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, kind)(3, 4, **kw).double().eval()
+    fm = getattr(ft.nn, kind)(3, 4, **kw).double().eval()
+    copy_weights(tm, fm)
+    run_both(lambda M, x: (tm if M is torch else fm)(x), [x])
+    compare_params_grads(tm, fm, F64)
+
+
+def test_sdpa_gqa_and_3d():
+    q, k, v = R(2, 4, 3, 6, seed=1), R(2, 2, 5, 6, seed=2), R(2, 2, 5, 4, seed=3)
+    run_both(lambda M, q, k, v: (
+        _F(M).scaled_dot_product_attention(q, k, v, enable_gqa=True),
+        _F(M).scaled_dot_product_attention(q[0], k[0, :1].expand(4, 5, 6), v[0, :1]
+                                           .expand(4, 5, 4), is_causal=True)), [q, k, v])
+
+
+def test_loss_more_edges():
+    x = R(5, seed=1)
+    p = np.array([0.0, 1.0, 0.3, 1.0, 0.0])
+    t = np.array([0.0, 1.0, 1.0, 0.0, 1.0])
+
+    def f(M, x, p):
+        F = _F(M)
+        return (F.nll_loss(F.log_softmax(x, 0), M.from_numpy(np.array(3))),
+                F.binary_cross_entropy(p, M.from_numpy(t), reduction="none"),
+                F.kl_div(F.log_softmax(x, 0), M.from_numpy(np.array([0.0, 0.2, 0.3, 0.5, 0.0])),
+                         reduction="sum"),
+                F.poisson_nll_loss(x, M.from_numpy(np.array([0.0, 1.0, 2.0, 3.5, 0.5])),
+                                   full=True, reduction="none"),
+                F.cross_entropy(x[None, :, None].expand(2, 5, 3),
+                                M.from_numpy(np.abs(R(2, 5, 3, seed=3))),
+                                weight=M.from_numpy(np.arange(1.0, 6.0)),
+                                label_smoothing=0.1),
+                F.ctc_loss(F.log_softmax(x[None, None].expand(6, 1, 5), 2),
+                           M.from_numpy(np.array([[2, 2]])), [6], [2], blank=4))
+    run_both(f, [x, p], nograd_idx=(1,))
+
+
+def test_optimizer_flags_zero_grad_add_group():
+    torch.manual_seed(0)
+    tm, fm = _mlp(torch).double(), _mlp(ft).double()
+    copy_weights(tm, fm)
+    to = torch.optim.Adam(tm[0].parameters(), lr=0.01, foreach=False)
+    fo = ft.optim.Adam(fm[0].parameters(), lr=0.01, foreach=False)
+    x, y = R(8, 4, seed=1), R(8, 2, seed=2)
+    for step in range(5):
+        if step == 2:
+            to.add_param_group({"params": tm[2].parameters(), "lr": 0.05})
+            fo.add_param_group({"params": fm[2].parameters(), "lr": 0.05})
+        for M, m, o in ((torch, tm, to), (ft, fm, fo)):
+            o.zero_grad(set_to_none=(step % 2 == 0))
+            ((m(M.from_numpy(x)) - M.from_numpy(y)) ** 2).mean().backward()
+            o.step()
+    for (k, tp), (_, fp) in zip(tm.named_parameters(), fm.named_parameters()):
+        np.testing.assert_allclose(_np(fp), _np(tp), rtol=1e-9, atol=1e-11, err_msg=k)
+
+
+def test_clip_grad_norm_partial_and_float32():
+    torch.manual_seed(0)
+    tm, fm = _mlp(torch), _mlp(ft)
+    copy_weights(tm, fm)
+    x = R(5, 4, seed=1, dtype=np.float32)
+    for M, m in ((torch, tm), (ft, fm)):
+        (m(M.from_numpy(x))[:, 0] ** 2).sum().backward()
+        m[2].bias.grad = None
+    tn = torch.nn.utils.clip_grad_norm_(tm.parameters(), 0.1)
+    fn = ft.nn.utils.clip_grad_norm_(fm.parameters(), 0.1)
+    np.testing.assert_allclose(float(fn), float(tn), rtol=1e-6)
+    compare_params_grads(tm, fm, F32)
+    tn = torch.nn.utils.clip_grad_norm_(tm.parameters(), 1e3, norm_type=3)
+    fn = ft.nn.utils.clip_grad_norm_(fm.parameters(), 1e3, norm_type=3)
+    np.testing.assert_allclose(float(fn), float(tn), rtol=1e-6)
+    compare_params_grads(tm, fm, F32)
