@@ -2065,3 +2065,132 @@ def test_clip_grad_norm_partial_and_float32():
     fn = ft.nn.utils.clip_grad_norm_(fm.parameters(), 1e3, norm_type=3)
     np.testing.assert_allclose(float(fn), float(tn), rtol=1e-6)
     compare_params_grads(tm, fm, F32)
+
+
+# ----------------------------------------------------------------------------- batch 5
+
+def test_inplace_functional_variants():
+    a = R(4, 5, seed=1) * 2
+
+    def f(M, x):
+        F = _F(M)
+        y = x * 1.0
+        outs = []
+        for fn in (lambda t: F.relu(t, inplace=True), lambda t: F.leaky_relu(t, 0.1, True),
+                   lambda t: F.elu(t, inplace=True), lambda t: F.hardtanh(t, -0.5, 0.5, True),
+                   lambda t: F.silu(t, inplace=True), lambda t: F.relu6(t, inplace=True),
+                   lambda t: F.threshold(t, 0.2, -1.0, inplace=True),
+                   lambda t: F.hardsigmoid(t, inplace=True), lambda t: F.selu(t, True),
+                   lambda t: F.celu(t, 0.5, True), lambda t: F.hardswish(t, True),
+                   lambda t: F.dropout(t, 0.0, True, True)):
+            z = y * 1.0
+            outs.append(fn(z) * z)
+        return outs
+    run_both(f, [a])
+
+
+def test_embedding_scale_grad_by_freq_and_ignore_default():
+    w = R(6, 3, seed=1)
+    idx = np.array([[1, 1, 2, 5], [1, 0, 2, 2]])
+    x = R(4, 3, seed=2)
+    y = np.array([0, -100, 2, -100])
+
+    def f(M, w, x):
+        F = _F(M)
+        return (F.embedding(M.from_numpy(idx), w, scale_grad_by_freq=True),
+                F.embedding(M.from_numpy(idx), w, padding_idx=2, scale_grad_by_freq=True),
+                F.cross_entropy(x, M.from_numpy(y)), F.nll_loss(x, M.from_numpy(y)),
+                F.softmax(x, 1, dtype=M.float32), F.log_softmax(x.float(), 0, dtype=M.float64))
+    run_both(f, [w, x], tol=dict(rtol=1e-6, atol=1e-7))
+
+
+def test_norm_module_variants():
+    x2 = R(6, 4, seed=1)
+    x4 = R(3, 4, 2, 3, seed=2)
+    makes = [
+        (lambda M: M.nn.GroupNorm(2, 4, eps=1e-3), x2),
+        (lambda M: M.nn.LayerNorm(4, elementwise_affine=False), x2),
+        (lambda M: M.nn.LayerNorm([2, 3], bias=False), x4),
+        (lambda M: M.nn.BatchNorm1d(4, affine=False, track_running_stats=False).eval(), x2),
+        (lambda M: M.nn.BatchNorm2d(4, track_running_stats=False), x4),
+        (lambda M: M.nn.InstanceNorm2d(4, track_running_stats=True).eval(), x4),
+        (lambda M: M.nn.InstanceNorm1d(4, affine=True), x4[:, :, 0]),
+        (lambda M: M.nn.Softmax2d(), x4), (lambda M: M.nn.Threshold(0.1, 20.0), x4),
+        (lambda M: M.nn.Fold((3, 4), 2), R(2, 12, 6, seed=3)),
+    ]
+    for make, x in makes:
+        torch.manual_seed(0)
+        tm, fm = make(torch).double(), make(ft).double()
+        for p in tm.parameters():
+            with torch.no_grad():
+                p.copy_(torch.from_numpy(R(*p.shape, seed=5)))
+        for b in tm.buffers():
+            if b.dtype == torch.float64:
+                b.copy_(torch.from_numpy(np.abs(R(*b.shape, seed=6)) + 0.5))
+        copy_weights(tm, fm)
+        run_both(lambda M, x, tm=tm, fm=fm: (tm if M is torch else fm)(x), [x])
+        compare_params_grads(tm, fm, F64)
+
+
+def test_adaptive_log_softmax():
+    x = R(6, 8, seed=1)
+    y = np.array([0, 3, 7, 11, 14, 2])
+    torch.manual_seed(0)
+    tm = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 15, [4, 10], div_value=2.0).double()
+    fm = ft.nn.AdaptiveLogSoftmaxWithLoss(8, 15, [4, 10], div_value=2.0).double()
+    copy_weights(tm, fm)
+
+    def fn(M, x):
+        m = tm if M is torch else fm
+        out = m(x, M.from_numpy(y))
+        return out.output, out.loss, m.log_prob(x), m.predict(x)
+    run_both(fn, [x])
+    compare_params_grads(tm, fm, F64)
+
+
+def test_rnn_utils_sequences():
+    seqs = [R(4, 2, seed=1), R(2, 2, seed=2), R(3, 2, seed=3)]
+
+    def f(M, a, b, c):
+        rnn = M.nn.utils.rnn
+        padded = rnn.pad_sequence([a, b, c], batch_first=True, padding_value=-1.0)
+        padded2 = rnn.pad_sequence([a, b, c], padding_side="left")
+        packed = rnn.pack_sequence([a, c, b])
+        un = rnn.unpad_sequence(padded, M.tensor([4, 2, 3]), batch_first=True)
+        return padded, padded2, packed.data, packed.batch_sizes, *un
+    run_both(f, seqs)
+
+
+def test_spectral_norm_parametrization():
+    x = R(3, 5, seed=1)
+    torch.manual_seed(0)
+    tm = torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(5, 4).double(),
+                                                       n_power_iterations=2)
+    fm = ft.nn.utils.parametrizations.spectral_norm(ft.nn.Linear(5, 4).double(),
+                                                    n_power_iterations=2)
+    copy_weights(tm, fm)
+    for _ in range(2):
+        run_both(lambda M, x: (tm if M is torch else fm)(x), [x])
+    compare_params_grads(tm, fm, dict(rtol=1e-6, atol=1e-9))
+    tm.eval()
+    fm.eval()
+    run_both(lambda M, x: (tm if M is torch else fm)(x), [x], tol=dict(rtol=1e-6, atol=1e-9))
+
+
+def test_init_helpers_deterministic():
+    for shape in [(3, 4), (5, 2, 3, 3), (4, 6, 2)]:
+        t = torch.empty(shape)
+        f = ft.empty(shape)
+        assert torch.nn.init._calculate_fan_in_and_fan_out(t) == \
+            ft.nn.init._calculate_fan_in_and_fan_out(f)
+    for nl, p in [("relu", None), ("leaky_relu", 0.2), ("tanh", None), ("selu", None),
+                  ("sigmoid", None), ("conv2d", None)]:
+        assert torch.nn.init.calculate_gain(nl, p) == pytest.approx(
+            ft.nn.init.calculate_gain(nl, p))
+    for init, kw in [("eye_", {}), ("dirac_", {}), ("constant_", dict(val=0.3)),
+                     ("zeros_", {}), ("ones_", {})]:
+        shape = (3, 3) if init == "eye_" else (4, 2, 3, 3)
+        t, f = torch.empty(shape), ft.empty(shape)
+        getattr(torch.nn.init, init)(t, **kw)
+        getattr(ft.nn.init, init)(f, **kw)
+        np.testing.assert_array_equal(_np(f), _np(t))

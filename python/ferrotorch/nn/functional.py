@@ -267,11 +267,12 @@ def bilinear(input1, input2, weight, bias=None):
 
 class _Embedding(Function):
     @staticmethod
-    def forward(ctx, weight, indices, padding_idx):
+    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq=False):
         flat = indices.reshape(-1)
         ctx.save_for_backward(flat)
         ctx.num_weights = weight.shape[0]
         ctx.padding_idx = padding_idx
+        ctx.scale_grad_by_freq = scale_grad_by_freq
         out = weight.index_select(0, flat)
         return out.reshape(*indices.shape, weight.shape[1])
 
@@ -279,13 +280,19 @@ class _Embedding(Function):
     def backward(ctx, grad):
         (flat,) = ctx.saved_tensors
         g = grad.reshape(-1, grad.shape[-1])
+        if ctx.scale_grad_by_freq:
+            # Each row's gradient divided by how often its index occurs in the mini-batch.
+            counts = _C.zeros(ctx.num_weights, dtype=g.dtype, device=g.device)
+            counts = counts.index_add_(0, flat, _C.ones(flat.shape[0], dtype=g.dtype,
+                                                        device=g.device))
+            g = g / counts.index_select(0, flat).unsqueeze(1)
         if g.is_cuda:
             pad = -1 if ctx.padding_idx is None else ctx.padding_idx
-            return _C._embedding_dense_backward(g, flat, ctx.num_weights, pad), None, None
+            return _C._embedding_dense_backward(g, flat, ctx.num_weights, pad), None, None, None
         if ctx.padding_idx is not None:
             g = g * _float_mask(flat != ctx.padding_idx, g).unsqueeze(1)
         out = _C.zeros(ctx.num_weights, g.shape[1], dtype=g.dtype, device=g.device)
-        return out.index_add_(0, flat, g), None, None
+        return out.index_add_(0, flat, g), None, None, None
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -301,14 +308,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise AssertionError("Padding_idx must be within num_embeddings")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
     if input.dtype not in (_C.int64, _C.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
             f"types: Long, Int; but got {input.type()} instead"
         )
-    return _Embedding.apply(weight, input.long(), padding_idx)
+    return _Embedding.apply(weight, input.long(), padding_idx, bool(scale_grad_by_freq))
 
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):
