@@ -2146,6 +2146,10 @@ def test_adaptive_log_softmax():
         return out.output, out.loss, m.log_prob(x), m.predict(x)
     run_both(fn, [x])
     compare_params_grads(tm, fm, F64)
+    run_both(lambda M, x: (tm if M is torch else fm)(x[2], M.tensor(11)), [x])
+    for M in (torch, ft):
+        with pytest.raises(ValueError):
+            M.nn.AdaptiveLogSoftmaxWithLoss(8, 15, [10, 4])
 
 
 def test_rnn_utils_sequences():

@@ -26,6 +26,7 @@ from ferrotorch.nn.modules.normalization import (  # noqa: F401
 from ferrotorch.nn.modules.conv import *  # noqa: F401,F403
 from ferrotorch.nn.modules.padding import *  # noqa: F401,F403
 from ferrotorch.nn.modules.distance import *  # noqa: F401,F403
+from ferrotorch.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from ferrotorch.nn.modules.lazy import LazyModuleMixin  # noqa: F401
 from ferrotorch.nn.modules.linear import LazyLinear  # noqa: F401
 from ferrotorch.nn.modules.batchnorm import (  # noqa: F401
