@@ -2198,3 +2198,107 @@ def test_init_helpers_deterministic():
         getattr(torch.nn.init, init)(t, **kw)
         getattr(ft.nn.init, init)(f, **kw)
         np.testing.assert_array_equal(_np(f), _np(t))
+
+
+# ----------------------------------------------------------------------------- batch 6
+
+@pytest.mark.parametrize("case", [
+    ("conv2d", (1, 4, 7, 7), (8, 1, 3, 3), dict(groups=4, stride=3)),
+    ("conv2d", (2, 3, 5, 5), (2, 3, 1, 1), dict(stride=2, padding=3)),
+    ("conv2d", (1, 2, 4, 4), (3, 2, 2, 2), dict(padding=(3, 0), dilation=3)),
+    ("conv1d", (2, 6, 9), (6, 1, 4), dict(groups=6, stride=4, padding=2)),
+    ("conv_transpose2d", (1, 2, 3, 3), (2, 3, 3, 3), dict(stride=2, padding=2,
+                                                           output_padding=1, dilation=2)),
+    ("conv_transpose2d", (1, 4, 3, 2), (4, 1, 1, 1), dict(stride=3, groups=4)),
+    ("conv_transpose1d", (2, 3, 5), (3, 2, 4), dict(stride=3, padding=3, output_padding=2)),
+], ids=lambda c: c[0])
+def test_conv_odd_shapes_float32(case):
+    name, xs, ws, kw = case
+    run_both(lambda M, x, w: getattr(_F(M), name)(x, w, **kw),
+             [R(*xs, seed=1, dtype=np.float32), R(*ws, seed=2, dtype=np.float32)], tol=F32)
+
+
+def test_unfold_fold_dilation():
+    x = R(2, 3, 7, 6, seed=1)
+    run_both(lambda M, x: (
+        _F(M).unfold(x, (2, 3), dilation=(2, 1), padding=(1, 2), stride=(2, 1)),
+        _F(M).fold(_F(M).unfold(x, 3, dilation=2, padding=1, stride=2), (7, 6), 3, dilation=2,
+                   padding=1, stride=2)), [x])
+
+
+def test_pool_padding_edges():
+    x = R(1, 2, 6, 7, seed=1)
+    run_both(lambda M, x: (
+        _F(M).max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+        _F(M).avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+        _F(M).avg_pool2d(x, (2, 3), stride=(3, 2), padding=(1, 1), ceil_mode=True,
+                         count_include_pad=True),
+        _F(M).max_pool2d(x, (1, 3), stride=(1, 1), padding=(0, 1)),
+        _F(M).avg_pool1d(x[0], 4, stride=3, padding=2, ceil_mode=True)), [x])
+
+
+def test_grid_sample_far_outside():
+    x = R(1, 2, 4, 5, seed=1)
+    g = R(1, 3, 4, 2, lo=-3.5, hi=3.5, seed=2)
+    for mode in ("bilinear", "bicubic"):
+        for pm in ("border", "reflection", "zeros"):
+            for ac in (True, False):
+                run_both(lambda M, x, g, mode=mode, pm=pm, ac=ac: _F(M).grid_sample(
+                    x, g, mode=mode, padding_mode=pm, align_corners=ac), [x, g])
+
+
+def test_masked_softmax_and_stability():
+    x = R(3, 5, seed=1)
+    mask = np.array([[0, 1, 1, 0, 1], [1, 1, 1, 1, 0], [0, 0, 0, 0, 1]], dtype=bool)
+    big = R(4, 6, seed=2, dtype=np.float32) * 1e4
+    y = RI(4, high=6, seed=3)
+
+    def f(M, x, big):
+        xm = x.masked_fill(M.from_numpy(mask), float("-inf"))
+        return (M.softmax(xm, 1), M.log_softmax(xm, 1).masked_fill(M.from_numpy(mask), 0.0),
+                _F(M).cross_entropy(big, M.from_numpy(y)), M.logsumexp(big, 1),
+                _F(M).softplus(big), _F(M).binary_cross_entropy_with_logits(
+                    big, (big.detach() > 0).float()), _F(M).log_softmax(big, 0))
+    run_both(f, [x, big], tol=dict(rtol=1e-5, atol=1e-5))
+
+
+SCHED3 = [
+    ("MultiStepLR", dict(milestones=[3, 3, 7], gamma=0.5)),
+    ("PolynomialLR", dict(total_iters=8, power=0.5)),
+    ("LinearLR", dict(start_factor=1.0, end_factor=0.1, total_iters=9)),
+    ("CosineAnnealingLR", dict(T_max=1)),
+    ("OneCycleLR", dict(max_lr=0.3, total_steps=31, three_phase=True)),
+    ("LambdaLR", dict(lr_lambda=lambda e: 1.0 / (e + 1))),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=3, cycle_momentum=True,
+                      base_momentum=0.8, max_momentum=0.95)),
+]
+
+
+@pytest.mark.parametrize("name,kw", SCHED3, ids=[f"{n}-{i}" for i, (n, _) in
+                                                 enumerate(SCHED3)])
+def test_lr_schedulers_adam_betas(name, kw):
+    seqs = []
+    for M in (torch, ft):
+        p = M.nn.Parameter(M.zeros(2))
+        o = M.optim.Adam([p], lr=0.1, betas=(0.9, 0.99))
+        s = getattr(M.optim.lr_scheduler, name)(o, **kw)
+        seq = [[s.get_last_lr()[0], *o.param_groups[0]["betas"]]]
+        for _ in range(30):
+            o.step()
+            s.step()
+            seq.append([s.get_last_lr()[0], *o.param_groups[0]["betas"]])
+        seqs.append(seq)
+    np.testing.assert_allclose(np.array(seqs[1]), np.array(seqs[0]), rtol=1e-10, atol=1e-12)
+
+
+def test_optimizer_argument_errors():
+    for M in (torch, ft):
+        p = [M.nn.Parameter(M.zeros(2))]
+        with pytest.raises(ValueError):
+            M.optim.SGD(p, lr=0.1, nesterov=True)
+        with pytest.raises(ValueError):
+            M.optim.Adam(p, lr=-1.0)
+        with pytest.raises(ValueError):
+            M.optim.Adam(p, lr=0.1, betas=(1.0, 0.9))
+        with pytest.raises(ValueError):
+            M.optim.RMSprop(p, lr=0.1, alpha=-0.1)
