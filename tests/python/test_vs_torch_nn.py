@@ -2302,3 +2302,78 @@ def test_optimizer_argument_errors():
             M.optim.Adam(p, lr=0.1, betas=(1.0, 0.9))
         with pytest.raises(ValueError):
             M.optim.RMSprop(p, lr=0.1, alpha=-0.1)
+
+
+# ----------------------------------------------------------------------------- batch 7
+
+def test_index_ops_ties_and_non_grad():
+    a = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, -1.0, 2.0], [0.0, 5.0, 1.0, 5.0]])
+    s = np.array([0.5, 1.0, 2.0, 4.0, 9.0])
+
+    def f(M, x):
+        t = M.from_numpy(s)
+        return (M.sort(x, dim=1, stable=True), M.sort(x, dim=0, descending=True, stable=True),
+                M.argmax(x, 1), M.argmin(x, 0), M.argmax(x), M.searchsorted(t, x),
+                M.searchsorted(t, x, right=True), M.bucketize(x, t),
+                M.unique(x, return_inverse=True, return_counts=True),
+                M.unique_consecutive(x.reshape(-1), return_counts=True),
+                M.histc(x, bins=4, min=-1, max=5), M.bincount(M.from_numpy(np.array([0, 2, 2, 5]))),
+                M.count_nonzero(x, 1), M.cummax(x, 0), M.msort(x))
+    run_both(f, [a], grad=False)
+
+
+def test_ctc_zero_length_targets_and_module():
+    T, N, C = 8, 3, 5
+    logits = R(T, N, C, seed=1)
+    targets = np.array([[1, 3, 0], [2, 0, 0], [4, 4, 1]])
+    il, tl = np.array([8, 6, 5]), np.array([2, 0, 3])
+
+    def f(M, x):
+        lp = _F(M).log_softmax(x, 2)
+        return (_F(M).ctc_loss(lp, M.from_numpy(targets), M.from_numpy(il), M.from_numpy(tl)),
+                _F(M).ctc_loss(lp, M.from_numpy(targets), M.from_numpy(il), M.from_numpy(tl),
+                               reduction="none"),
+                M.nn.CTCLoss(blank=2, zero_infinity=True, reduction="sum")(
+                    lp, M.from_numpy(np.where(targets == 2, 3, targets)), M.from_numpy(il),
+                    M.from_numpy(tl)),
+                _F(M).ctc_loss(lp[:, 0], M.from_numpy(targets[2]), [8], [3]))
+    run_both(f, [logits])
+
+
+def test_loss_modules_with_callables():
+    a, p, n = R(4, 3, seed=1), R(4, 3, seed=2), R(4, 3, seed=3)
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+
+    def f(M, a, p, n):
+        dist = M.nn.PairwiseDistance(p=1.5)
+        return (M.nn.TripletMarginWithDistanceLoss(distance_function=dist, margin=0.3,
+                                                   swap=True)(a, p, n),
+                M.nn.TripletMarginWithDistanceLoss(
+                    distance_function=lambda u, v: 1 - M.nn.functional.cosine_similarity(u, v),
+                    reduction="none")(a, p, n),
+                M.nn.MarginRankingLoss(margin=0.1)(a[:, 0], p[:, 0], M.from_numpy(y)),
+                M.nn.CosineEmbeddingLoss(margin=-0.2, reduction="sum")(a, p, M.from_numpy(y)),
+                M.nn.HingeEmbeddingLoss(margin=0.5)(a, M.from_numpy(np.sign(R(4, 3, seed=9)))),
+                M.nn.PoissonNLLLoss(log_input=True, full=True)(a, p.detach().abs() * 3),
+                M.nn.GaussianNLLLoss(full=True, eps=1e-3)(a, p, n.detach().abs()),
+                M.nn.BCELoss(weight=M.from_numpy(np.array([1.0, 2.0, 0.5])))(
+                    a.sigmoid(), (p.detach() > 0).to(a.dtype)),
+                M.nn.MultiLabelMarginLoss()(a, M.from_numpy(np.array(
+                    [[2, -1, 0], [0, 1, 2], [1, -1, 2], [-1, 0, 0]]))),
+                M.nn.KLDivLoss(reduction="sum", log_target=True)(a.log_softmax(1),
+                                                                 p.log_softmax(1)))
+    run_both(f, [a, p, n])
+
+
+def test_embedding_bag_max_padding_and_module_weights():
+    w = R(7, 3, seed=1)
+    inp = np.array([[1, 3, 3], [6, 6, 0], [3, 3, 3]])
+    psw = R(3, 3, seed=2)
+
+    def f(M, w, psw, w2):
+        F = _F(M)
+        i = M.from_numpy(inp)
+        return (F.embedding_bag(i, w, mode="max", padding_idx=6),
+                F.embedding_bag(i, w, mode="sum", padding_idx=3, per_sample_weights=psw),
+                F.embedding_bag(i, w2, mode="mean", max_norm=0.8), w2)
+    run_both(f, [w, psw, w.copy()], nograd_idx=(2,))
