@@ -2377,3 +2377,14 @@ def test_embedding_bag_max_padding_and_module_weights():
                 F.embedding_bag(i, w, mode="sum", padding_idx=3, per_sample_weights=psw),
                 F.embedding_bag(i, w2, mode="mean", max_norm=0.8), w2)
     run_both(f, [w, psw, w.copy()], nograd_idx=(2,))
+
+
+def test_cosine_similarity_zero_and_tiny_vectors():
+    a = np.array([[0.0, 0, 0], [1, 2, 3], [1, 2, 3], [1e-9, 0, 0], [0.3, -2, 1]])
+    b = np.array([[1.0, 2, 3], [1, 2, 3], [0, 0, 0], [1e-9, 0, 0], [5, 1, -2]])
+    run_both(lambda M, x, y: (_F(M).cosine_similarity(x, y),
+                              _F(M).cosine_similarity(x, y[:1], 0),
+                              _F(M).cosine_similarity(x[:, None], y[None], -1, eps=1e-3),
+                              _F(M).cosine_embedding_loss(x, y, M.ones(5, dtype=M.float64)),
+                              _F(M).normalize(x, dim=1), _F(M).normalize(y, p=1, dim=0)),
+             [a, b])

@@ -360,9 +360,18 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    n1 = (x1 * x1).sum(dim).sqrt()
-    n2 = (x2 * x2).sum(dim).sqrt()
-    return (x1 * x2).sum(dim) / (n1 * n2).maximum(_scalar(eps, n1))
+    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` along ``dim``: each norm is
+    clamped on its own, and (as PyTorch, which clamps it in place under no_grad) the
+    gradient flows through the norm as if unclamped, zero at a zero vector."""
+    from ferrotorch import broadcast_tensors, linalg
+
+    if tuple(x1.shape) != tuple(x2.shape):
+        x1, x2 = broadcast_tensors(x1, x2)
+
+    def clamped_norm(x):
+        n = linalg.vector_norm(x, 2, dim, keepdim=True)
+        return n + (n.clamp_min(eps) - n).detach()
+    return ((x1 / clamped_norm(x1)) * (x2 / clamped_norm(x2))).sum(dim)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
