@@ -1052,14 +1052,14 @@ OPTS = [
 
 
 @pytest.mark.parametrize("name,kw", OPTS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(OPTS)])
-def test_optimizers(name, kw):
+def test_optimizers(name, kw, steps=6):
     torch.manual_seed(0)
     tm, fm = _mlp(torch).double(), _mlp(ft).double()
     copy_weights(tm, fm)
     to = getattr(torch.optim, name)(tm.parameters(), **kw)
     fo = getattr(ft.optim, name)(fm.parameters(), **kw)
     x, y = R(8, 4, seed=1), R(8, 2, seed=2)
-    for step in range(6):
+    for step in range(steps):
         for M, m, o in ((torch, tm, to), (ft, fm, fo)):
             o.zero_grad()
             loss = ((m(M.from_numpy(x)) - M.from_numpy(y)) ** 2).mean()
@@ -2388,3 +2388,38 @@ def test_cosine_similarity_zero_and_tiny_vectors():
                               _F(M).cosine_embedding_loss(x, y, M.ones(5, dtype=M.float64)),
                               _F(M).normalize(x, dim=1), _F(M).normalize(y, p=1, dim=0)),
              [a, b])
+
+
+@pytest.mark.parametrize("kind,kw", [("GRU", dict(bidirectional=True, num_layers=2)),
+                                     ("LSTM", dict(proj_size=2)),
+                                     ("RNN", dict(batch_first=True, nonlinearity="relu"))])
+def test_packed_unsorted_with_h0(kind, kw):
+    lengths = [2, 5, 3]
+    bf = kw.get("batch_first", False)
+    x = R(3, 5, 4, seed=1) if bf else R(5, 3, 4, seed=1)
+    L = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    hout = kw.get("proj_size", 0) or 3
+    h0, c0 = R(L, 3, hout, seed=2), R(L, 3, 3, seed=3)
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, kind)(4, 3, **kw).double()
+    fm = getattr(ft.nn, kind)(4, 3, **kw).double()
+    copy_weights(tm, fm)
+
+    def fn(M, x, h0, c0):
+        m = tm if M is torch else fm
+        rnn = M.nn.utils.rnn
+        packed = rnn.pack_padded_sequence(x, lengths, batch_first=bf, enforce_sorted=False)
+        out, h = m(packed, (h0, c0) if kind == "LSTM" else h0)
+        pad, lens = rnn.pad_packed_sequence(out, batch_first=bf)
+        return pad, h, lens, packed.sorted_indices, packed.unsorted_indices
+    run_both(fn, [x, h0, c0])
+    compare_params_grads(tm, fm, F64)
+
+
+@pytest.mark.parametrize("name,kw", [("RAdam", dict(lr=0.05, betas=(0.9, 0.9))),
+                                     ("NAdam", dict(lr=0.05)), ("Rprop", dict(lr=0.05)),
+                                     ("ASGD", dict(lr=0.05, t0=5)),
+                                     ("Adagrad", dict(lr=0.3, lr_decay=0.1))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_optimizers_long(name, kw):
+    test_optimizers(name, kw, steps=15)
