@@ -2423,3 +2423,21 @@ def test_packed_unsorted_with_h0(kind, kw):
                          ids=lambda v: v if isinstance(v, str) else "")
 def test_optimizers_long(name, kw):
     test_optimizers(name, kw, steps=15)
+
+
+@pytest.mark.parametrize("make", [
+    lambda M: M.nn.LSTM(3, 4, 2, bidirectional=True, proj_size=2),
+    lambda M: M.nn.MultiheadAttention(8, 2, kdim=3, vdim=5, add_bias_kv=True),
+    lambda M: M.nn.Transformer(8, 2, 1, 1, 16, batch_first=True),
+    lambda M: M.nn.GRU(3, 4, 2), lambda M: M.nn.BatchNorm2d(3),
+    lambda M: M.nn.AdaptiveLogSoftmaxWithLoss(8, 15, [4, 10]),
+    lambda M: M.nn.TransformerDecoderLayer(8, 2, 16),
+    lambda M: M.nn.utils.parametrizations.weight_norm(M.nn.Linear(3, 2)),
+    lambda M: M.nn.ConvTranspose3d(2, 4, 3, groups=2),
+], ids=lambda f: "")
+def test_parameter_and_state_dict_names(make):
+    t, f = make(torch), make(ft)
+    assert [k for k, _ in f.named_parameters()] == [k for k, _ in t.named_parameters()]
+    assert list(f.state_dict()) == list(t.state_dict())
+    for (k, tp), (_, fp) in zip(t.state_dict().items(), f.state_dict().items()):
+        assert tuple(fp.shape) == tuple(tp.shape), k
