@@ -2441,3 +2441,39 @@ def test_parameter_and_state_dict_names(make):
     assert list(f.state_dict()) == list(t.state_dict())
     for (k, tp), (_, fp) in zip(t.state_dict().items(), f.state_dict().items()):
         assert tuple(fp.shape) == tuple(tp.shape), k
+
+
+MISC_F = {
+    "rms_norm_f32_default_eps": (lambda M, x: _F(M).rms_norm(x.float() * 1e-4, (5,)).double(),
+                                 [R(3, 5)], F32),
+    "lrn_3d": (lambda M, x: _F(M).local_response_norm(x, 2, alpha=0.1, beta=0.5, k=2.0),
+               [R(2, 5, 7)], F64),
+    "lrn_5d": (lambda M, x: _F(M).local_response_norm(x, 3), [R(1, 4, 3, 3, 2)], F64),
+    "bicubic_down": (lambda M, x: _F(M).interpolate(x, scale_factor=0.45, mode="bicubic"),
+                     [R(1, 2, 9, 7)], F64),
+    "bilinear_ac_up": (lambda M, x: _F(M).interpolate(x, size=(13, 2), mode="bilinear",
+                                                      align_corners=True), [R(1, 2, 4, 5)], F64),
+    "trilinear_ac": (lambda M, x: _F(M).interpolate(x, scale_factor=(1.5, 2, 0.5),
+                                                    mode="trilinear", align_corners=True),
+                     [R(1, 2, 3, 4, 6)], F64),
+    "glu_softmin_dim0": (lambda M, x: (_F(M).glu(x, 0), _F(M).softmin(x, dim=0)), [R(4, 3)],
+                         F64),
+    "saturating_acts": (lambda M, x: (_F(M).logsigmoid(x * 100),
+                                      _F(M).softplus(x * 30, beta=0.5, threshold=5),
+                                      _F(M).gelu(x * 10, approximate="tanh"),
+                                      _F(M).mish(x * 30), _F(M).elu(x, alpha=-0.5),
+                                      _F(M).hardshrink(x, 0.7) + _F(M).softshrink(x, 0.2),
+                                      _F(M).rrelu(x, 0.1, 0.3)), [R(4, 3)], F64),
+    "prelu_single": (lambda M, x, w: _F(M).prelu(x, w[:1]), [R(2, 3, 4), R(3)], F64),
+    "nll_2d_weight_ignore": (lambda M, x: _F(M).nll_loss(
+        x.log_softmax(1), M.tensor([[0, 2], [1, -100]]),
+        weight=M.tensor([1.0, 2.0, 3.0], dtype=M.float64)), [R(2, 3, 2)], F64),
+    "huber_small_delta": (lambda M, x: _F(M).huber_loss(x, x.detach() * 0.5, delta=0.01,
+                                                        reduction="none"), [R(3, 3)], F64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISC_F))
+def test_misc_functional(name):
+    fn, arrays, tol = MISC_F[name]
+    run_both(fn, arrays, tol=tol)
