@@ -1597,3 +1597,48 @@ def test_reduction_float16(name, dtype):
     x = rand((3, 5), dtype, np.random.default_rng(11), lo=0.5, hi=1.5)
     both(lambda m, x: RED[name](m, x, 1, False), L(x, "t"), rtol=5e-3, atol=5e-3)
     both(lambda m, x: RED[name](m, x, None, False), L(x, "c"), rtol=5e-3, atol=5e-3)
+
+
+# ----------------------------------------------------------------------------------------------
+# in-place ops with mixed dtypes and layouts
+
+INPLACE_PAIRS = [("float32", "int64"), ("float64", "float32"), ("float32", "float32"),
+                 ("int64", "int32"), ("float32", "bool")]
+INPLACE_OPS = ["add_", "mul_", "sub_", "div_", "pow_", "remainder_", "clamp_", "copy_",
+               "masked_fill_", "maximum"]
+INPLACE_PANIC = "_C in-place binary op panics for a contiguous self and a non-contiguous `other` " \
+    "of another dtype ('index out of bounds: the len is 12 but the index is 12')"
+
+
+def _inplace_params():
+    out = []
+    for op in INPLACE_OPS:
+        for dts, dto in INPLACE_PAIRS:
+            for ls, lo in (("c", "s"), ("t", "s"), ("t", "c"), ("s", "t"), ("c", "c")):
+                panic = (ls, lo) == ("c", "s") and dts != dto and (dts, dto) != ("int64", "int32") \
+                    and op in ("add_", "mul_", "sub_", "div_", "pow_", "remainder_")
+                marks = [xfail(INPLACE_PANIC)] if panic else []
+                out.append(pytest.param(op, dts, dto, ls, lo, marks=marks,
+                                        id=f"{op}-{dts}-{dto}-{ls}{lo}"))
+    return out
+
+
+@pytest.mark.parametrize("op,dts,dto,ls,lo", _inplace_params())
+def test_inplace_mixed(op, dts, dto, ls, lo):
+    if op == "sub_" and dto == "bool":
+        pytest.skip("bool subtraction: see test_bool_subtraction_rejected")
+    a = rand((3, 4), dts)
+    b = rand((3, 4), dto, nonzero=True)
+
+    def f(m, x, y):
+        x = x.clone() if ls == "c" else x  # non-contiguous views are written in place
+        if op == "clamp_":
+            r = x.clamp_(min=y)
+        elif op == "masked_fill_":
+            r = x.masked_fill_(y > 0, 1)
+        elif op == "maximum":
+            r = m.maximum(x, y)
+        else:
+            r = getattr(x, op)(y)
+        return r, x
+    both(f, L(a, ls), L(b, lo))
