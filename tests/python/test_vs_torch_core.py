@@ -1642,3 +1642,36 @@ def test_inplace_mixed(op, dts, dto, ls, lo):
             r = getattr(x, op)(y)
         return r, x
     both(f, L(a, ls), L(b, lo))
+
+
+# ----------------------------------------------------------------------------------------------
+# stride-0 (expanded), permuted and offset-stepped views through a range of ops
+
+VIEW_FNS = {
+    "exp": lambda m, x: m.exp(x), "sum1": lambda m, x: x.sum(1), "sum": lambda m, x: x.sum(),
+    "cumsum": lambda m, x: x.cumsum(1), "add_t": lambda m, x: x + x.transpose(0, 2),
+    "mul_int": lambda m, x: x * m.arange(5), "sort": lambda m, x: x.sort(1).values,
+    "argmax": lambda m, x: x.argmax(2), "clone": lambda m, x: x.clone(),
+    "contig_stride": lambda m, x: x.contiguous().stride(), "reshape": lambda m, x: x.reshape(-1, 5),
+    "index": lambda m, x: x[m.tensor([0, 2]), 1:], "mask": lambda m, x: x[x > 0],
+    "matmul": lambda m, x: x @ x.mT, "softmax": lambda m, x: x.softmax(1),
+    "var": lambda m, x: x.var(1), "where": lambda m, x: m.where(x > 0, x, -x),
+    "flip": lambda m, x: x.flip(1), "cat": lambda m, x: m.cat([x, x], 1),
+    "nonzero": lambda m, x: (x > 0).nonzero(), "to_int": lambda m, x: (x * 3).to(m.int32),
+    "max": lambda m, x: x.max(2), "unique": lambda m, x: m.unique(x.round()),
+    "norm": lambda m, x: x.norm(dim=(0, 1)), "topk_values": lambda m, x: x.topk(2, 1).values,
+    "gather": lambda m, x: x.gather(1, m.zeros(3, 2, 5, dtype=m.int64)),
+    "mean_keep": lambda m, x: x.mean((0, 2), keepdim=True), "prod": lambda m, x: x.prod(2),
+    "einsum": lambda m, x: m.einsum("ijk,ijk->k", x, x), "roll": lambda m, x: x.roll(1, 1),
+}
+VIEW_MAKERS = {
+    "expanded": lambda m: m.tensor(rand((3, 1, 5), "float32")).expand(3, 4, 5),
+    "permuted": lambda m: m.tensor(rand((5, 3, 4), "float32")).permute(1, 2, 0),
+    "offset_step": lambda m: m.tensor(rand((3, 8, 5), "float32"))[:, 1::2, :],
+}
+
+
+@pytest.mark.parametrize("view", list(VIEW_MAKERS))
+@pytest.mark.parametrize("name", list(VIEW_FNS))
+def test_views_through_ops(name, view):
+    both(lambda m: VIEW_FNS[name](m, VIEW_MAKERS[view](m)), rtol=1e-4, atol=1e-5)
