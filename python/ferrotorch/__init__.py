@@ -59,6 +59,15 @@ long = _C.int64
 int = _C.int32
 short = _C.int16
 
+# PyTorch's math constants (torch.nan, torch.inf, torch.pi, torch.e) and torch.newaxis.
+import math as _math
+
+nan = _math.nan
+inf = _math.inf
+pi = _math.pi
+e = _math.e
+newaxis = None
+
 __version__ = "0.1.0"
 
 # Python layer: tensor pickling (copyreg), nn, optim (utils.data comes with utils).

@@ -36,7 +36,8 @@ __all__ = [
     "fix", "sgn", "greater", "greater_equal", "less", "less_equal", "not_equal",
     # functions
     "fmax", "fmin", "hsplit", "vsplit", "dsplit", "block_diag", "diagflat", "vander",
-    "gcd", "lcm", "ldexp", "frexp", "nextafter", "renorm", "result_type", "can_cast",
+    "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "ldexp", "frexp", "nextafter",
+    "renorm", "result_type", "can_cast",
     "is_complex", "is_nonzero", "is_signed", "asarray", "range", "histogram",
     "select_scatter", "slice_scatter", "diagonal_scatter", "narrow_copy", "addbmm", "addr",
     "cholesky_solve", "triangular_solve",
@@ -404,6 +405,46 @@ def gcd(input, other, *, out=None):
 def lcm(input, other, *, out=None):
     """Elementwise least common multiple (non-negative) of integer tensors."""
     return _out(_numpy_binary("lcm", np.lcm, input, other, True), out)
+
+
+def _shift(name, left, input, other):
+    """``input << other`` / ``input >> other`` as PyTorch's CPU kernels: a shift by a negative
+    amount or by the bit width or more gives 0 (left) or the sign fill (right)."""
+    if not isinstance(input, Tensor):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor")
+        input = _C.full((), input, dtype=_result_type(input, other), device=other.device)
+    dtype = _result_type(input, other)
+    if not _is_integral(dtype):
+        raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(dtype)}\'')
+    if isinstance(other, Tensor):
+        device = input.device if input.ndim or not other.ndim else other.device
+        b = other.detach().cpu().to(dtype).numpy()
+    else:
+        device = input.device
+        b = np.asarray(other).astype(_C.empty((), dtype=dtype).numpy().dtype)
+    a = input.detach().cpu().to(dtype).numpy()
+    bits = a.dtype.itemsize * 8
+    bad = (b < 0) | (b >= bits)
+    safe = np.where(bad, 0, b).astype(a.dtype)
+    with np.errstate(over="ignore"):
+        if left:
+            r = np.where(bad, np.zeros((), a.dtype), np.left_shift(a, safe))
+        else:
+            fill = np.right_shift(a, np.asarray(bits - 1, a.dtype))
+            r = np.where(bad, fill, np.right_shift(a, safe))
+    result = _C.from_numpy(np.ascontiguousarray(r).astype(a.dtype, copy=False))
+    return result.to(device)
+
+
+def bitwise_left_shift(input, other, *, out=None):
+    """Elementwise ``input << other`` of integer tensors (or an integer scalar)."""
+    return _out(_shift("lshift", True, input, other), out)
+
+
+def bitwise_right_shift(input, other, *, out=None):
+    """Elementwise arithmetic ``input >> other`` of integer tensors (or an integer scalar)."""
+    return _out(_shift("rshift", False, input, other), out)
 
 
 def nextafter(input, other, *, out=None):
@@ -927,6 +968,24 @@ def _install(name, fn):
     if not hasattr(Tensor, name):
         setattr(Tensor, name, fn)
 
+
+def _shift_inplace(left):
+    def op(self, other):
+        result = _shift("lshift" if left else "rshift", left, self, other)
+        return _inplace_result(self, result, "lshift" if left else "rshift")
+    return op
+
+
+_install("bitwise_left_shift", bitwise_left_shift)
+_install("bitwise_right_shift", bitwise_right_shift)
+_install("__lshift__", bitwise_left_shift)
+_install("__rshift__", bitwise_right_shift)
+_install("__rlshift__", lambda self, other: bitwise_left_shift(other, self))
+_install("__rrshift__", lambda self, other: bitwise_right_shift(other, self))
+_install("bitwise_left_shift_", _shift_inplace(True))
+_install("bitwise_right_shift_", _shift_inplace(False))
+_install("__ilshift__", _shift_inplace(True))
+_install("__irshift__", _shift_inplace(False))
 
 for _alias, _target in (
     ("absolute", "abs"), ("arccos", "acos"), ("arccosh", "acosh"), ("arcsin", "asin"),
