@@ -146,6 +146,15 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
         let t = t.borrow().inner.clone();
         return Ok(t.to_dtype(dtype.unwrap_or(t.dtype())).clone_data());
     }
+    if is_numpy_scalar(data) {
+        // A NumPy scalar keeps its dtype (`tensor(np.float64(1.5))` is float64), as in PyTorch.
+        let arr = data
+            .py()
+            .import("numpy")?
+            .call_method1("asarray", (data,))?;
+        let t = super::numpy_interop::from_numpy_any(&arr)?;
+        return Ok(t.to_dtype(dtype.unwrap_or(t.dtype())).clone_data());
+    }
     if let Some(s) = extract_scalar(data) {
         return Ok(Tensor::scalar(s, dtype.unwrap_or(s.default_dtype())));
     }
@@ -176,6 +185,20 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
         Tensor::from_vec(acc.ints, &acc.shape)?
     };
     Ok(t.to_dtype(dtype.unwrap_or(inferred)))
+}
+
+/// A NumPy scalar (`np.float64(1.5)`, `np.int16(3)`...): not a plain Python number, and its
+/// type lives in the `numpy` module.
+fn is_numpy_scalar(data: &Bound<'_, PyAny>) -> bool {
+    if data.is_exact_instance_of::<PyFloat>()
+        || data.is_exact_instance_of::<PyInt>()
+        || data.is_instance_of::<PyBool>()
+    {
+        return false;
+    }
+    data.get_type()
+        .module()
+        .is_ok_and(|m| m.to_str().is_ok_and(|m| m == "numpy"))
 }
 
 /// Build a Python list (or scalar for 0-d) of the elements.

@@ -85,6 +85,37 @@ fn fill_value(obj: &Bound<'_, PyAny>, op: &str) -> PyResult<Scalar> {
     }
 }
 
+/// PyTorch's `masked_fill` refuses a value the destination dtype cannot hold ("value cannot
+/// be converted to type uint8_t without overflow") instead of wrapping it.
+fn check_fill_overflow(v: Scalar, dt: DType) -> PyResult<()> {
+    let x = v.to_f64();
+    let (lo, hi, name) = match dt {
+        DType::U8 => (0.0, 255.0, "uint8_t"),
+        DType::I8 => (-128.0, 127.0, "int8_t"),
+        DType::I16 => (-32768.0, 32767.0, "int16_t"),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64, "int"),
+        DType::F16 => (-65504.0, 65504.0, "c10::Half"),
+        DType::BF16 => (
+            -f64::from(half::bf16::MAX),
+            f64::from(half::bf16::MAX),
+            "c10::BFloat16",
+        ),
+        _ => return Ok(()),
+    };
+    // Float destinations take inf and NaN; integer ones take neither.
+    let out_of_range = if dt.is_floating_point() {
+        x.is_finite() && (x < lo || x > hi)
+    } else {
+        x.is_nan() || x < lo || x > hi
+    };
+    if out_of_range {
+        return Err(PyRuntimeError::new_err(format!(
+            "value cannot be converted to type {name} without overflow"
+        )));
+    }
+    Ok(())
+}
+
 fn tensor_or_scalar(obj: &Bound<'_, PyAny>) -> PyResult<TensorOrScalar> {
     Ok(match extract_operand(obj) {
         Some(Operand::Tensor(t)) => TensorOrScalar::Tensor(t),
@@ -254,6 +285,33 @@ fn parse_index_tensors(obj: &Bound<'_, PyAny>) -> PyResult<Vec<TensorIndex>> {
             }
         })
         .collect()
+}
+
+/// PyTorch's rule for an advanced-index assignment: a tensor value must have the destination's
+/// dtype (basic indexing casts, and so does a lone bool mask with a 0-d value, which PyTorch
+/// runs as `masked_fill_`).
+fn check_index_put_dtypes(t: &Tensor, idx: &[TensorIndex], value: &Tensor) -> PyResult<()> {
+    if value.dtype() == t.dtype() {
+        return Ok(());
+    }
+    let tensors: Vec<&Tensor> = idx
+        .iter()
+        .filter_map(|i| match i {
+            TensorIndex::Tensor(x) => Some(x),
+            _ => None,
+        })
+        .collect();
+    let lone_mask_fill =
+        tensors.len() == 1 && tensors[0].dtype() == DType::Bool && value.ndim() == 0;
+    if tensors.is_empty() || lone_mask_fill {
+        return Ok(());
+    }
+    Err(PyRuntimeError::new_err(format!(
+        "Index put requires the source and destination dtypes match, got {} for the \
+         destination and {} for the source.",
+        t.dtype().torch_name(),
+        value.dtype().torch_name()
+    )))
 }
 
 /// The value of `t[...] = value` as a tensor of `t`'s dtype.
@@ -582,6 +640,7 @@ impl PyTensor {
         let idx = parse_index(index)?;
         let t = &self.inner;
         let v = setitem_value(value, t.dtype())?;
+        check_index_put_dtypes(t, &idx, &v)?;
         run(py, t.numel(), || t.index_put_(&idx, &v, false))
     }
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -601,6 +660,7 @@ impl PyTensor {
         let t = slf.borrow().inner.clone();
         let idx = parse_index_tensors(indices)?;
         let v = setitem_value(values, t.dtype())?;
+        check_index_put_dtypes(&t, &idx, &v)?;
         run(slf.py(), t.numel(), || t.index_put_(&idx, &v, accumulate))?;
         Ok(slf)
     }
@@ -805,6 +865,7 @@ impl PyTensor {
         let t = slf.borrow().inner.clone();
         let m = to_tensor(mask)?;
         let v = fill_value(value, "masked_fill_")?;
+        check_fill_overflow(v, t.dtype())?;
         run(slf.py(), t.numel(), || t.masked_fill_(&m, v))?;
         Ok(slf)
     }
@@ -817,6 +878,7 @@ impl PyTensor {
         let t = &self.inner;
         let m = to_tensor(mask)?;
         let v = fill_value(value, "masked_fill")?;
+        check_fill_overflow(v, t.dtype())?;
         Ok(run(py, t.numel(), || t.masked_fill(&m, v))?.into())
     }
     fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyAny>) -> PyResult<PyTensor> {

@@ -300,6 +300,22 @@ macro_rules! float_unary_fn {
     }};
 }
 
+/// PyTorch refuses `-` on bool tensors (and bool scalars), pointing at the logical ops.
+fn check_bool_subtraction(op: BinaryOp, lhs_bool: bool, rhs_bool: bool) -> Result<()> {
+    if op != BinaryOp::Sub || !(lhs_bool || rhs_bool) {
+        return Ok(());
+    }
+    Err(Error::Runtime(if lhs_bool && rhs_bool {
+        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or \
+         `logical_xor()` operator instead."
+            .into()
+    } else {
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying \
+         to invert a mask, use the `~` or `logical_not()` operator instead."
+            .into()
+    }))
+}
+
 /// Float maths for one element; `None` for ops that are not float->float.
 #[inline(always)]
 fn float_unary<T: FloatElement>(op: UnaryOp, x: T) -> T {
@@ -310,13 +326,14 @@ fn float_unary<T: FloatElement>(op: UnaryOp, x: T) -> T {
     match op {
         Neg => -x,
         Abs => x.abs(),
+        // NaN and -0.0 give +0, as PyTorch's `(0 < x) - (x < 0)`.
         Sign => {
             if x > zero {
                 one
             } else if x < zero {
                 -one
             } else {
-                x * zero
+                zero
             }
         }
         Exp => x.exp(),
@@ -413,6 +430,11 @@ impl Tensor {
     /// `self (op) other` with broadcasting and type promotion.
     pub fn binary(&self, other: &Tensor, op: BinaryOp) -> Result<Tensor> {
         self.check_same_device(other, op.name())?;
+        check_bool_subtraction(
+            op,
+            self.dtype() == DType::Bool,
+            other.dtype() == DType::Bool,
+        )?;
         let common = ResultType::new()
             .tensor(self.dtype(), self.ndim())
             .tensor(other.dtype(), other.ndim())
@@ -424,6 +446,26 @@ impl Tensor {
 
     /// `self (op) scalar`, or `scalar (op) self` when `reversed`.
     pub fn binary_scalar(&self, s: Scalar, op: BinaryOp, reversed: bool) -> Result<Tensor> {
+        check_bool_subtraction(
+            op,
+            self.dtype() == DType::Bool,
+            matches!(s, Scalar::Bool(_)),
+        )?;
+        if op == BinaryOp::Pow && !reversed {
+            if !self.dtype().is_floating_point() && matches!(s, Scalar::Int(v) if v < 0) {
+                return Err(Error::Runtime(
+                    "Integers to negative integer powers are not allowed.".into(),
+                ));
+            }
+            // PyTorch computes `x ** 0.5` as sqrt (pow(-0., .5) = -0., pow(-inf, .5) = nan,
+            // where IEEE pow gives +0. and inf); the node stays PowBackward0.
+            if self.dtype().is_floating_point() && matches!(s, Scalar::Float(v) if v == 0.5) {
+                let st = Tensor::scalar(s, self.dtype());
+                let out = no_grad(|| self.unary(UnaryOp::Sqrt))?;
+                super::elementwise_grad::record_binary(op, self, &st, &out);
+                return Ok(out);
+            }
+        }
         // `x ** 2` on a float tensor is `x * x` (PowBackward0 `2 x g`), not a `powf` per element.
         if op == BinaryOp::Pow
             && !reversed
@@ -491,10 +533,12 @@ impl Tensor {
             Ok((compute, out)) if compute == dt && out == dt => {}
             _ => return Ok(false),
         }
+        // Convert first: a cast copies a strided operand into a contiguous one, so the layout
+        // to read must be the converted tensor's (reading the old strides ran off the end).
+        let other = other.to_dtype(dt);
         let Ok(lb) = other.layout().broadcast_to(op.name(), self.shape()) else {
             return Ok(false);
         };
-        let other = other.to_dtype(dt);
         let n = self.numel();
         let off = self.storage_offset();
         with_float_dtype!(
@@ -629,11 +673,21 @@ impl Tensor {
                 Neg | Abs | Sign | Floor | Ceil | Round | Trunc | Square | Relu
             );
             if keeps_int {
-                if dt == DType::Bool && matches!(op, Neg | Sign | Square) {
-                    return Err(Error::UnsupportedDType {
-                        op: op.name(),
-                        dtype: dt,
-                    });
+                if dt == DType::Bool {
+                    match op {
+                        // PyTorch: sign of a bool is itself, its square an int64 (x * x).
+                        Sign => return Ok(self.clone_data()),
+                        Square => return self.to_dtype(DType::I64).unary_raw(Square),
+                        Neg => {
+                            return Err(Error::Runtime(
+                                "Negation, the `-` operator, on a bool tensor is not supported. \
+                                 If you are trying to invert a mask, use the `~` or \
+                                 `logical_not()` operator instead."
+                                    .into(),
+                            ))
+                        }
+                        _ => {}
+                    }
                 }
                 return with_dtype!(dt, T, {
                     let s = self.storage_slice::<T>()?;

@@ -388,7 +388,7 @@ def test_property_setitem_matches_numpy(case):
     a2 = a.copy()
     a2[np_idx] = vals
     t2 = _make_base(shape, seed)[1]
-    t2[ft_idx] = ft.tensor(vals).int()  # cast to int64 on assignment
+    t2[ft_idx] = ft.tensor(vals).to(t2.dtype)
     check(t2, a2)
     # broadcast along leading dims
     if np.ndim(target) >= 1:
@@ -397,7 +397,7 @@ def test_property_setitem_matches_numpy(case):
             a3 = a.copy()
             a3[np_idx] = row
             t3 = ft.tensor(a)
-            t3[ft_idx] = ft.tensor(row)
+            t3[ft_idx] = ft.tensor(row).to(t3.dtype)
             check(t3, a3)
 
 
@@ -415,14 +415,23 @@ def test_setitem_values_and_casts(rng, ft_dtype, np_dtype):
             e[idx] = np.array(value).astype(e.dtype)
             t[idx] = value
             check(t, e, ft_dtype)
-        # tensor values are broadcast and cast to the destination dtype
+        # tensor values are broadcast; basic indexing casts them to the destination dtype,
+        # advanced indexing wants the destination's dtype (PyTorch's index_put rule)
         t, e = make(a, ft_dtype)
         e = e.copy()
         shape = np.shape(e[idx])
         v = random_array(rng, shape[-1:], np.float64)
-        vt = ft.tensor(v).to(ft_dtype)
+        vt = ft.tensor(v).to(t.dtype)
         e[idx] = as_np(vt)
-        t[idx] = ft.tensor(v)
+        advanced = any(isinstance(i, (list, np.ndarray)) for i in idx) if isinstance(
+            idx, tuple) else False
+        if advanced and t.dtype != ft.float64:
+            with pytest.raises(RuntimeError, match="Index put requires the source and "
+                                                   "destination dtypes match"):
+                t[idx] = ft.tensor(v)
+            t[idx] = vt
+        else:
+            t[idx] = ft.tensor(v)
         check(t, e)
     # writes through a non-contiguous view land in the base
     t, e = make(a, ft_dtype)
@@ -440,7 +449,9 @@ def test_setitem_sources_and_errors():
     t[2, 1:3] = ft.tensor([[9.7, -9.7]])  # leading 1 dims dropped, float -> int truncates
     check(t, np.array([[1, 2, 3, 4], [5, 6, 7, 8], [0, 9, -9, 0]], np.int32))
     t[t > 4] = -1
-    t[ft.tensor([0, 0]), ft.tensor([0, 1])] = ft.tensor([10, 11])
+    t[ft.tensor([0, 0]), ft.tensor([0, 1])] = ft.tensor([10, 11], dtype=ft.int32)
+    with pytest.raises(RuntimeError, match="got Int for the destination and Long for the"):
+        t[ft.tensor([0, 0]), ft.tensor([0, 1])] = ft.tensor([10, 11])
     check(t, np.array([[10, 11, 3, 4], [-1, -1, -1, -1], [0, -1, -9, 0]], np.int32))
     f = ft.tensor(np.zeros(3, np.float32))
     f[1] = True
@@ -449,7 +460,7 @@ def test_setitem_sources_and_errors():
     with pytest.raises(RuntimeError, match="shape mismatch: value tensor of shape"):
         t[0] = ft.tensor([1, 2, 3])
     with pytest.raises(RuntimeError, match="cannot be broadcast to indexing result of shape"):
-        t[[0, 1]] = ft.tensor([1, 2, 3])
+        t[[0, 1]] = ft.tensor([1, 2, 3], dtype=ft.int32)
     with pytest.raises(IndexError):
         t[3] = 1
     # overlapping source and destination behave like NumPy (source read first)

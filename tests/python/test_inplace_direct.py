@@ -55,7 +55,7 @@ def test_binary_inplace_strided_and_scalar_operands(dtype):
     u.sub_(step)
     np.testing.assert_allclose(u.numpy(), a[:16, :].T - b[:, ::4], rtol=1e-6)
     t.div_(4)
-    t.sub_(True)
+    t.sub_(1)
     np.testing.assert_allclose(t.numpy(), (a + b.T) * dtype(2.5) / 4 - 1, rtol=1e-6)
 
 

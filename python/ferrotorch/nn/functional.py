@@ -71,6 +71,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     x = _inplace_src(input, inplace)
+    if not x.dtype.is_floating_point:
+        # Integer input keeps its dtype, the bounds cast to it (PyTorch).
+        min_val, max_val = int(min_val), int(max_val)
     out = x.clamp(min_val, max_val)
     if x.requires_grad and _C.is_grad_enabled():
         # PyTorch's gradient mask is strict (min_val < x < max_val): zero at the bounds,
