@@ -1839,20 +1839,26 @@ def _triple(x, name, op):
     return (int(x),) * 3
 
 
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-d convolution over ``(N, C_in, D, H, W)`` (or unbatched ``(C_in, D, H, W)``) with
-    ``weight`` of shape ``(C_out, C_in / groups, kD, kH, kW)``; ``padding`` may be an int, a
-    triple, ``'valid'`` or ``'same'`` (stride 1 only). Computed as one 2-d convolution per
-    depth tap (depth folded into the batch), accumulated."""
+def _batched_3d_conv_input(name, input, weight):
+    """Check a 3-d (transposed) convolution's ranks; return the 5-d input and whether a batch
+    dim was added."""
     if input.ndim not in (4, 5):
-        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got "
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to {name}, but got "
                            f"input of size: {list(input.shape)}")
     if weight.ndim != 5:
         raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input "
                            f"{list(input.shape)}, but got {weight.ndim}-dimensional weight "
                            f"of size {list(weight.shape)} instead")
     unbatched = input.ndim == 4
-    x = input.unsqueeze(0) if unbatched else input
+    return (input.unsqueeze(0) if unbatched else input), unbatched
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution over ``(N, C_in, D, H, W)`` (or unbatched ``(C_in, D, H, W)``) with
+    ``weight`` of shape ``(C_out, C_in / groups, kD, kH, kW)``; ``padding`` may be an int, a
+    triple, ``'valid'`` or ``'same'`` (stride 1 only). Computed as one 2-d convolution per
+    depth tap (depth folded into the batch), accumulated."""
+    x, unbatched = _batched_3d_conv_input("conv3d", input, weight)
     groups = int(groups)
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
@@ -1923,15 +1929,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     kW)``: one 2-d transposed convolution per depth tap (depth folded into the batch), each
     spread to its output depths (input depth ``i`` lands on ``i * stride + tap * dilation``),
     summed, then cropped by the depth padding."""
-    if input.ndim not in (4, 5):
-        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to "
-                           f"conv_transpose3d, but got input of size: {list(input.shape)}")
-    if weight.ndim != 5:
-        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input "
-                           f"{list(input.shape)}, but got {weight.ndim}-dimensional weight "
-                           f"of size {list(weight.shape)} instead")
-    unbatched = input.ndim == 4
-    x = input.unsqueeze(0) if unbatched else input
+    x, unbatched = _batched_3d_conv_input("conv_transpose3d", input, weight)
     groups = int(groups)
     n, c, d_in, h_in, w_in = x.shape
     cin, og, kd, kh, kw = weight.shape
