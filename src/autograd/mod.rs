@@ -5,6 +5,7 @@
 //! to its inputs' nodes (or to an AccumulateGrad node for a leaf). [`engine::backward`] runs
 //! the graph by dependency counting, without recursion.
 
+pub(crate) mod formula;
 pub mod engine;
 pub mod grad_mode;
 pub mod node;

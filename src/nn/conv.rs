@@ -18,15 +18,17 @@
 //! straight into the image's output slice); a batch of one uses gemm's own threads.
 //!
 //! Autograd: one `ConvolutionBackward0` node per call, whose backward calls these raw
-//! kernels. The gradients it returns therefore do not themselves require grad (no double
-//! backward through convolutions); first-order gradients are exact.
+//! kernels; under `create_graph=True` it builds the gradients from the same kernels as
+//! differentiable ops instead ([`bilinear`]), so gradients of any order work.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::cpu::matmul::{MatStrides, MatmulElement};
 use crate::{DType, Element, Error, FloatElement, Result, Tensor};
 use rayon::prelude::*;
 
+mod bilinear;
 mod direct;
+use bilinear::{ConvMap, ConvShapes};
 use direct::DirectFloat;
 
 /// The `padding` argument of a convolution.
@@ -1075,6 +1077,51 @@ fn backward_dispatch(
     )
 }
 
+/// Gradients w.r.t. (input, weight, bias) written with differentiable ops (`create_graph`).
+#[allow(clippy::too_many_arguments)]
+fn differentiable_backward(
+    geom: Geom,
+    shapes: &std::sync::Arc<ConvShapes>,
+    transposed: bool,
+    grad: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    need: [bool; 3],
+) -> Result<[Option<Tensor>; 3]> {
+    let gi = need[0]
+        .then(|| {
+            let map = if transposed {
+                ConvMap::Small
+            } else {
+                ConvMap::Big
+            };
+            bilinear::apply(map, geom, shapes, grad, weight)
+        })
+        .transpose()?;
+    let gw = need[1]
+        .then(|| {
+            let (big, small) = if transposed {
+                (grad, input)
+            } else {
+                (input, grad)
+            };
+            bilinear::apply(ConvMap::Weight, geom, shapes, big, small)
+        })
+        .transpose()?;
+    let gb = need[2]
+        .then(|| {
+            // Sum over every dim but the channels (dim 1, or dim 0 when unbatched).
+            let batched = shapes.weight.len() == grad.ndim();
+            let ch = usize::from(batched);
+            let dims: Vec<i64> = (0..grad.ndim() as i64)
+                .filter(|&d| d != ch as i64)
+                .collect();
+            grad.sum(Some(&dims), false, None)
+        })
+        .transpose()?;
+    Ok([gi, gw, gb])
+}
+
 /// The generic entry point: an `nd`-d (1 or 2) convolution or transposed convolution.
 pub fn convolution(
     input: &Tensor,
@@ -1129,6 +1176,16 @@ pub fn convolution(
         let saved_w = SavedTensor::new(weight, "ConvolutionBackward0");
         let geom = p.geom;
         let out_shape = p.out_shape.clone();
+        let (big, small) = if transposed {
+            (out_shape.clone(), input.shape().to_vec())
+        } else {
+            (input.shape().to_vec(), out_shape.clone())
+        };
+        let shapes = std::sync::Arc::new(ConvShapes {
+            big,
+            small,
+            weight: weight.shape().to_vec(),
+        });
         record(
             "ConvolutionBackward0",
             &inputs,
@@ -1146,9 +1203,12 @@ pub fn convolution(
                         g.shape()
                     )));
                 }
-                // Raw kernels: these gradients carry no history (no double backward).
-                let [gi, gw, gb] =
-                    crate::no_grad(|| backward_dispatch(&geom, transposed, g, x, w, need))?;
+                let [gi, gw, gb] = if crate::is_grad_enabled() {
+                    differentiable_backward(geom, &shapes, transposed, g, x, w, need)?
+                } else {
+                    // Raw kernels: these gradients carry no history.
+                    backward_dispatch(&geom, transposed, g, x, w, need)?
+                };
                 let mut v = vec![gi, gw];
                 if has_bias {
                     v.push(gb);

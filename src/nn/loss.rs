@@ -4,10 +4,10 @@
 //! Forward computes, per position, the log-sum-exp of the logits (kept for backward) and the
 //! loss `(1 - ls) * -w[t] * logp[t] + ls / C * -sum_c w[c] * logp[c]`; `mean` divides the sum
 //! by the total weight `sum w[t]` of the non-ignored targets (PyTorch's rule). The backward
-//! kernel recomputes the softmax from the saved log-sum-exp. The gradient it returns does not
-//! require grad (no double backward through this node).
+//! kernel recomputes the softmax from the saved log-sum-exp. Under `create_graph=True` the
+//! gradient is built from differentiable ops instead, so double backward works.
 
-use crate::autograd::{needs_grad, record, SavedTensor};
+use crate::autograd::{formula, needs_grad, record, SavedTensor};
 use crate::cpu::strided::PAR_THRESHOLD;
 use crate::{no_grad, with_float_dtype, Element, Error, Result, Tensor};
 use rayon::prelude::*;
@@ -175,6 +175,58 @@ fn backward_kernel<T: Element>(
     out
 }
 
+/// The gradient w.r.t. the logits written with differentiable ops (`create_graph=True`):
+/// `(softmax(x) * a - b) * scale`, where the constants `a` (per position) and `b` (per
+/// logit) hold the targets, class weights, `ignore_index` and label smoothing, and `scale`
+/// is the output gradient (divided by the total weight for `mean`).
+fn differentiable_grad(
+    x: &Tensor,
+    grad: &Tensor,
+    targets: &[i64],
+    ctx: &Ctx<'_>,
+    reduction: Reduction,
+    total_w: f64,
+) -> Result<Tensor> {
+    let (c, s) = (ctx.c, ctx.s);
+    let wall: f64 = (0..c).map(|j| ctx.wc(j)).sum();
+    let ls_c = ctx.ls / c as f64;
+    let mut a = vec![0.0; targets.len()];
+    let mut b = vec![0.0; targets.len() * c];
+    for (pos, &t) in targets.iter().enumerate() {
+        if t == ctx.ignore_index || t < 0 || t as usize >= c {
+            continue;
+        }
+        let wt = ctx.wc(t as usize);
+        a[pos] = (1.0 - ctx.ls) * wt + ls_c * wall;
+        let (img, p) = (pos / s, pos % s);
+        for j in 0..c {
+            let hot = if j == t as usize {
+                (1.0 - ctx.ls) * wt
+            } else {
+                0.0
+            };
+            b[(img * c + j) * s + p] = hot + ls_c * ctx.wc(j);
+        }
+    }
+    let class_dim = usize::from(x.ndim() > 1);
+    let mut a_shape = x.shape().to_vec();
+    a_shape[class_dim] = 1;
+    let constant = |v: Vec<f64>, shape: &[usize]| {
+        Tensor::from_vec_unchecked(v, shape)
+            .to_dtype(x.dtype())
+            .to_device(x.device())
+    };
+    let (a, b) = (constant(a, &a_shape)?, constant(b, x.shape())?);
+    let p = x.softmax(class_dim as i64, None)?;
+    let d = formula::sub(&formula::mul(&p, &a)?, &b)?;
+    let scale = match reduction {
+        Reduction::None => grad.unsqueeze(class_dim as i64)?,
+        Reduction::Sum => grad.clone(),
+        Reduction::Mean => formula::muls(grad, 1.0 / total_w)?,
+    };
+    formula::mul(&d, &scale)
+}
+
 /// Cross entropy of logits `input` (`(N, C, *)` or `(C,)`) against int64 class indices
 /// `target` (`(N, *)` or 0-d). Records `CrossEntropyLossBackward0` (first order only).
 pub fn cross_entropy(
@@ -275,8 +327,6 @@ pub fn cross_entropy(
                     return Ok(vec![None]);
                 };
                 let xin = sx.get()?;
-                let x = no_grad(|| xin.to_dtype(cd).contiguous());
-                let gv = g.to_f64_vec();
                 let ctx = Ctx {
                     c,
                     s,
@@ -284,6 +334,12 @@ pub fn cross_entropy(
                     ignore_index,
                     ls: label_smoothing,
                 };
+                if crate::is_grad_enabled() {
+                    let gi = differentiable_grad(xin, g, &tv, &ctx, reduction, total_w)?;
+                    return Ok(vec![Some(gi)]);
+                }
+                let x = xin.to_dtype(cd).contiguous();
+                let gv = g.to_f64_vec();
                 let gi = with_float_dtype!(
                     cd,
                     T,
@@ -417,6 +473,28 @@ fn cross_entropy_cuda(
                     return Ok(vec![None]);
                 };
                 let g = &g.to_device(dev)?;
+                if crate::is_grad_enabled() {
+                    // create_graph: the differentiable formula, its constants built on the host.
+                    let host = |v: &Tensor| v.to_device(crate::Device::Cpu);
+                    let tv = host(&t)?.to_vec::<i64>()?;
+                    let wv = w
+                        .as_ref()
+                        .map(|w| host(w).map(|w| w.to_f64_vec()))
+                        .transpose()?;
+                    let tw = match &total_w {
+                        Some(tw) => host(tw)?.to_f64_vec()[0],
+                        None => 1.0,
+                    };
+                    let ctx = Ctx {
+                        c,
+                        s,
+                        w: wv.as_deref(),
+                        ignore_index,
+                        ls: label_smoothing,
+                    };
+                    let gi = differentiable_grad(sx.get()?, g, &tv, &ctx, reduction, tw)?;
+                    return Ok(vec![Some(gi)]);
+                }
                 let x = cuda_rows(sx.get()?, n, c, s)?;
                 // Per-row gradient scale, in the input's dtype.
                 let grad_rows = match reduction {

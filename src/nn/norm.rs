@@ -15,13 +15,16 @@
 //!
 //! Autograd: each op records one node (`NativeBatchNormBackward0`, `NativeLayerNormBackward0`,
 //! `NativeGroupNormBackward0`, `RmsNormBackward0`) whose backward calls the raw backward
-//! kernels here. The gradients those return do not themselves require grad, so double
-//! backward (create_graph=True) through these layers is not supported.
+//! kernels here, or, under `create_graph=True`, the same formulas written with
+//! differentiable ops ([`differentiable`]), so double backward works.
 
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::cpu::strided::{self, PAR_THRESHOLD};
 use crate::{no_grad, with_dtype, with_float_dtype, DType, Element, Error, Result, Tensor};
 use rayon::prelude::*;
+
+mod differentiable;
+use differentiable::{norm_backward, NormSpec, Stats};
 
 /// Result of a normalisation forward: the output and the statistics used (`mean` and
 /// `rstd`, one per normalised group, in the compute dtype).
@@ -235,6 +238,28 @@ fn requires(t: Option<&Tensor>) -> bool {
     t.is_some_and(|t| t.requires_grad())
 }
 
+/// `(1, C, 1, ...)` with `ndim` dims: a per-channel parameter broadcast against the input.
+fn per_channel_shape(ndim: usize, c: usize) -> Vec<i64> {
+    (0..ndim)
+        .map(|d| if d == 1 { c as i64 } else { 1 })
+        .collect()
+}
+
+/// The differentiable backward's geometry for per-channel parameters (batch and group norm).
+fn channel_spec(input: &Tensor, dims: Vec<i64>, stats: Stats) -> NormSpec {
+    let c = input.shape()[1];
+    NormSpec {
+        grouped: input.shape().iter().map(|&d| d as i64).collect(),
+        dims,
+        param_bshape: per_channel_shape(input.ndim(), c)
+            .iter()
+            .map(|&d| d as usize)
+            .collect(),
+        param_shape: vec![c],
+        stats,
+    }
+}
+
 /// Gradients of a normalisation: (input, weight, bias), each only where asked.
 pub type NormGrads = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
 
@@ -289,9 +314,23 @@ pub fn batch_norm(
                         Some(s) => Some(s.get()?.clone()),
                         None => None,
                     };
-                    let gr = no_grad(|| {
-                        batch_norm_backward(g, sx.get()?, w.as_ref(), &mean, &rstd, training, need)
-                    })?;
+                    let x = sx.get()?;
+                    let gr = if crate::is_grad_enabled() {
+                        let stats = if training {
+                            Stats::Batch { eps, rms: false }
+                        } else {
+                            let b = per_channel_shape(x.ndim(), mean.numel());
+                            Stats::Fixed {
+                                mean: mean.reshape(&b)?,
+                                rstd: rstd.reshape(&b)?,
+                            }
+                        };
+                        let dims: Vec<i64> = (0..x.ndim() as i64).filter(|&d| d != 1).collect();
+                        let spec = channel_spec(x, dims, stats);
+                        norm_backward(&spec, g, x, w.as_ref(), need)?
+                    } else {
+                        batch_norm_backward(g, x, w.as_ref(), &mean, &rstd, training, need)?
+                    };
                     Ok(node_grads(has_w, has_b, gr))
                 }),
             );
@@ -563,9 +602,14 @@ pub fn group_norm(
                     Some(s) => Some(s.get()?.clone()),
                     None => None,
                 };
-                let gr = no_grad(|| {
-                    group_norm_backward(g, sx.get()?, w.as_ref(), &mean, &rstd, num_groups, need)
-                })?;
+                let x = sx.get()?;
+                let gr = if crate::is_grad_enabled() {
+                    let mut spec = channel_spec(x, vec![2], Stats::Batch { eps, rms: false });
+                    spec.grouped = vec![x.shape()[0] as i64, num_groups as i64, -1];
+                    norm_backward(&spec, g, x, w.as_ref(), need)?
+                } else {
+                    group_norm_backward(g, x, w.as_ref(), &mean, &rstd, num_groups, need)?
+                };
                 Ok(node_grads(has_w, has_b, gr))
             }),
         );
@@ -1146,6 +1190,7 @@ pub fn layer_norm(
         weight,
         bias,
         &r,
+        eps,
         false,
     );
     Ok(r)
@@ -1198,6 +1243,7 @@ pub fn rms_norm(
         weight,
         None,
         &r,
+        eps,
         true,
     );
     Ok(r)
@@ -1225,6 +1271,7 @@ pub fn rms_norm_backward(
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn record_rows(
     name: &'static str,
     input: &Tensor,
@@ -1232,6 +1279,7 @@ fn record_rows(
     weight: Option<&Tensor>,
     bias: Option<&Tensor>,
     r: &NormOutput,
+    eps: f64,
     rms: bool,
 ) {
     if !(crate::is_grad_enabled() && (input.requires_grad() || requires(weight) || requires(bias)))
@@ -1257,9 +1305,20 @@ fn record_rows(
                 Some(s) => Some(s.get()?.clone()),
                 None => None,
             };
-            let gr = no_grad(|| {
-                rows_backward_op(g, sx.get()?, &ns, w.as_ref(), &mean, &rstd, rms, need)
-            })?;
+            let x = sx.get()?;
+            let gr = if crate::is_grad_enabled() {
+                let nd = x.ndim();
+                let spec = NormSpec {
+                    grouped: x.shape().iter().map(|&d| d as i64).collect(),
+                    dims: (nd - ns.len()..nd).map(|d| d as i64).collect(),
+                    param_bshape: ns.clone(),
+                    param_shape: ns.clone(),
+                    stats: Stats::Batch { eps, rms },
+                };
+                norm_backward(&spec, g, x, w.as_ref(), need)?
+            } else {
+                rows_backward_op(g, x, &ns, w.as_ref(), &mean, &rstd, rms, need)?
+            };
             Ok(node_grads(has_w, has_b, gr))
         }),
     );

@@ -3,35 +3,9 @@
 //! dims and cast to each input's dtype.
 
 use super::{BinaryOp, Tensor, TensorOrScalar, UnaryOp};
+use crate::autograd::formula::{add, adds, div, mul, muls, neg, rsubs, sub};
 use crate::autograd::{is_grad_enabled, needs_grad, record, SavedTensor};
 use crate::{Result, Scalar};
-
-// Small helpers so formulas read like maths.
-fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Mul)
-}
-fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Div)
-}
-fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Add)
-}
-fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Sub)
-}
-fn muls(a: &Tensor, k: f64) -> Result<Tensor> {
-    a.binary_scalar(Scalar::Float(k), BinaryOp::Mul, false)
-}
-fn adds(a: &Tensor, k: f64) -> Result<Tensor> {
-    a.binary_scalar(Scalar::Float(k), BinaryOp::Add, false)
-}
-/// `k - a`
-fn rsubs(a: &Tensor, k: f64) -> Result<Tensor> {
-    a.binary_scalar(Scalar::Float(k), BinaryOp::Sub, true)
-}
-fn neg(a: &Tensor) -> Result<Tensor> {
-    a.unary(UnaryOp::Neg)
-}
 
 /// Gradient for an input: summed to its shape and cast to its dtype.
 fn reduce_to(g: Tensor, like_shape: &[usize], like_dtype: crate::DType) -> Result<Tensor> {

@@ -3,8 +3,9 @@
 //! mm, bmm, mv, dot, addmm, tensordot, einsum...) are compositions of recorded views and that
 //! kernel, so they differentiate automatically.
 
-use super::reduce_grad::{muls, to_dt};
+use super::reduce_grad::to_dt;
 use super::{BinaryOp, Tensor};
+use crate::autograd::formula::{add, div, mul, muls, neg, sub};
 use crate::autograd::{needs_grad, record, SavedTensor};
 use crate::{no_grad, DType, Result, Scalar};
 
@@ -155,18 +156,6 @@ pub(crate) fn record_dot(a: &Tensor, b: &Tensor, out: &Tensor) {
 
 // ---------------------------------------------------------------------- helpers
 
-fn neg(a: &Tensor) -> Result<Tensor> {
-    muls(a, -1.0)
-}
-fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Sub)
-}
-fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Add)
-}
-fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Div)
-}
 /// `t[..., None, None]`
 fn unsq2(t: &Tensor) -> Result<Tensor> {
     t.unsqueeze(-1)?.unsqueeze(-1)
@@ -202,9 +191,6 @@ fn diag_mat(v: &Tensor) -> Result<Tensor> {
         &v.unsqueeze(-1)?,
         &eye(n, v.dtype())?.to_device(v.device())?,
     )
-}
-fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Mul)
 }
 
 fn grads_or_none(n: usize) -> Result<Vec<Option<Tensor>>> {

@@ -4,24 +4,10 @@
 
 use super::reduce::reduce_mask;
 use super::{BinaryOp, Tensor, UnaryOp};
+pub(crate) use crate::autograd::formula::{add, div, mul, muls, sub};
 use crate::autograd::{is_grad_enabled, needs_grad, record, SavedTensor};
 use crate::{no_grad, DType, Result, Scalar};
 
-pub(crate) fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Mul)
-}
-pub(crate) fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Div)
-}
-pub(crate) fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Sub)
-}
-pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    a.binary(b, BinaryOp::Add)
-}
-pub(crate) fn muls(a: &Tensor, k: f64) -> Result<Tensor> {
-    a.binary_scalar(Scalar::Float(k), BinaryOp::Mul, false)
-}
 /// 1.0 where `a == b`, else 0.0, in `dt` (a constant: no history).
 fn eq_mask(a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
     no_grad(|| a.binary(b, BinaryOp::Eq)?.cast(dt))

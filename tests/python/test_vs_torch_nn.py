@@ -1290,9 +1290,6 @@ def test_noncontiguous_inputs():
     run_both(f, [a, w, x])
 
 
-_NO_DOUBLE_BW = ("double backward: the native backward of this op is not recorded under "
-                 "create_graph=True (the first gradient has no grad_fn), so second-order "
-                 "gradients come back as zero/unused")
 SECOND_ORDER = [
     ("tanh_softmax_lse", lambda M, x, w: (M.softmax(x, 1) * x.sigmoid()).sum()
      + (x.logsumexp(0) ** 3).sum() + x.tanh().prod()),
@@ -1303,13 +1300,21 @@ SECOND_ORDER = [
     ("linalg", lambda M, x, w: M.linalg.inv(w[:, :4] @ w[:, :4].T + 4 * M.eye(4,
                                                                             dtype=w.dtype))
      + M.linalg.det(w[:, :4])),
-    xf(("conv1d", lambda M, x, w: _F(M).conv1d(x[None], w[:, :4, None].expand(4, 4, 2)) ** 2),
-       _NO_DOUBLE_BW),
-    xf(("layer_norm", lambda M, x, w: _F(M).layer_norm(x, (5,)) ** 3), _NO_DOUBLE_BW),
-    xf(("batch_norm", lambda M, x, w: _F(M).batch_norm(x, None, None, training=True) ** 3),
-       _NO_DOUBLE_BW),
-    xf(("cross_entropy", lambda M, x, w: _F(M).cross_entropy(
-        x, M.from_numpy(np.array([0, 1, 4, 2]))) ** 2), _NO_DOUBLE_BW),
+    ("conv1d", lambda M, x, w: _F(M).conv1d(x[None], w[:, :4, None].expand(4, 4, 2)) ** 2),
+    ("conv2d_groups", lambda M, x, w: _F(M).conv2d(
+        x[None, :4, None], w[:, :2, None, None].expand(4, 2, 1, 2), stride=(1, 2), groups=2,
+        padding=(0, 1)) ** 2),
+    ("conv_transpose1d", lambda M, x, w: _F(M).conv_transpose1d(
+        x[None], w[:, :2, None].expand(4, 2, 3), stride=2) ** 2),
+    ("layer_norm", lambda M, x, w: _F(M).layer_norm(x, (5,), w[0, :5], w[1, :5]) ** 3),
+    ("batch_norm", lambda M, x, w: _F(M).batch_norm(x, None, None, w[0, :5], w[1, :5],
+                                                    training=True) ** 3),
+    ("group_norm", lambda M, x, w: _F(M).group_norm(x[None], 2, w[0, :4], w[1, :4]) ** 3),
+    ("cross_entropy", lambda M, x, w: _F(M).cross_entropy(
+        x, M.from_numpy(np.array([0, 1, 4, 2]))) ** 2),
+    ("cross_entropy_weighted", lambda M, x, w: _F(M).cross_entropy(
+        x, M.from_numpy(np.array([0, 1, 4, 2])), weight=w[0, :5].detach().abs() + 0.5,
+        label_smoothing=0.2, ignore_index=1) ** 2),
 ]
 
 
