@@ -1,12 +1,14 @@
 """``torch.special``: the special functions, from the Rust kernels (gammaln, digamma,
 trigamma, the Hurwitz zeta and through it polygamma of every order) or written with the
-existing tensor ops (so autograd flows through them). Functions that need kernels we do not
-have yet (the Bessel functions other than i0, erfcx...) are not provided."""
+existing tensor ops (so autograd flows through them). The Bessel functions other than
+``i0`` / ``i0e`` and ``erfcx`` are in :mod:`ferrotorch._special_bessel` (Cephes
+approximations with tensor ops)."""
 
 import math
 
 from ferrotorch import _C
 from ferrotorch import _cuda_fallback as _cf
+from ferrotorch import _special_bessel as _sb
 from ferrotorch._compare import logit as _logit
 
 Tensor = _C.Tensor
@@ -15,7 +17,10 @@ __all__ = [
     "expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "logsumexp",
     "softmax", "log_softmax", "xlogy", "xlog1py", "sinc", "entr", "ndtr", "ndtri", "log_ndtr",
     "round", "i0", "i0e", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "zeta",
-    "gammainc", "gammaincc",
+    "gammainc", "gammaincc", "i1", "i1e", "erfcx", "bessel_j0", "bessel_j1", "bessel_y0",
+    "bessel_y1", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+    "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+    "spherical_bessel_j0",
 ]
 
 _SQRT1_2 = math.sqrt(0.5)
@@ -242,6 +247,55 @@ def i0e(input, *, out=None):
 
 
 Tensor.i0 = lambda self: i0(self)
+
+
+def i1(input, *, out=None):
+    """The modified Bessel function of the first kind of order 1 (differentiable)."""
+    return _out(_sb.i1(_floating(input)), out)
+
+
+def i1e(input, *, out=None):
+    """The exponentially scaled ``i1``: ``exp(-|x|) * i1(x)`` (differentiable)."""
+    return _out(_sb.i1e(_floating(input)), out)
+
+
+def erfcx(input, *, out=None):
+    """The scaled complementary error function ``exp(x^2) * erfc(x)`` (differentiable)."""
+    return _out(_sb.erfcx(_floating(input)), out)
+
+
+def _bessel(name, doc):
+    impl = getattr(_sb, name)
+
+    def fn(input, *, out=None):
+        return _out(impl(_floating(input)), out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + " Not differentiable (as in PyTorch: the result does not require grad)."
+    return fn
+
+
+bessel_j0 = _bessel("bessel_j0", "The Bessel function of the first kind of order 0.")
+bessel_j1 = _bessel("bessel_j1", "The Bessel function of the first kind of order 1.")
+bessel_y0 = _bessel("bessel_y0", "The Bessel function of the second kind of order 0 (NaN "
+                    "below 0, -inf at 0).")
+bessel_y1 = _bessel("bessel_y1", "The Bessel function of the second kind of order 1 (NaN "
+                    "below 0, -inf at 0).")
+modified_bessel_i0 = _bessel("modified_bessel_i0",
+                             "The modified Bessel function of the first kind of order 0.")
+modified_bessel_i1 = _bessel("modified_bessel_i1",
+                             "The modified Bessel function of the first kind of order 1.")
+modified_bessel_k0 = _bessel("modified_bessel_k0", "The modified Bessel function of the "
+                             "second kind of order 0 (NaN below 0, inf at 0).")
+modified_bessel_k1 = _bessel("modified_bessel_k1", "The modified Bessel function of the "
+                             "second kind of order 1 (NaN below 0, inf at 0).")
+scaled_modified_bessel_k0 = _bessel("scaled_modified_bessel_k0",
+                                    "``exp(x) * modified_bessel_k0(x)``.")
+scaled_modified_bessel_k1 = _bessel("scaled_modified_bessel_k1",
+                                    "``exp(x) * modified_bessel_k1(x)``.")
+spherical_bessel_j0 = _bessel("spherical_bessel_j0",
+                              "The spherical Bessel function of the first kind of order 0, "
+                              "``sin(x) / x``.")
 
 
 def gammaln(input, *, out=None):

@@ -480,8 +480,8 @@ def test_bicubic_gradcheck(align):
 def test_interpolate_mode_dim_errors():
     with pytest.raises(NotImplementedError):
         F.interpolate(t(np.ones((1, 1, 4))), size=6, mode="bicubic")
-    with pytest.raises(NotImplementedError, match="antialias"):
-        F.interpolate(t(np.ones((1, 1, 4, 4))), size=6, mode="bicubic", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias"):
+        F.interpolate(t(np.ones((1, 1, 4))), size=6, mode="bicubic", antialias=True)
     with pytest.raises(ValueError, match="same number of spatial"):
         F.interpolate(t(np.ones((1, 1, 4, 4))), size=(6, 6, 6), mode="bicubic")
 

@@ -466,8 +466,8 @@ INTERP = [
     dict(size=(7, 9), mode="bicubic", align_corners=False),
     dict(size=(7, 9), mode="bicubic", align_corners=True),
     dict(size=(3, 4), mode="area"),
-    pytest.param(dict(scale_factor=0.5, mode="bilinear", antialias=True),
-                 marks=pytest.mark.skip(reason="antialias is not implemented in ferrotorch")),
+    dict(scale_factor=0.5, mode="bilinear", antialias=True),
+    dict(size=(3, 4), mode="bicubic", antialias=True, align_corners=True),
 ]
 
 

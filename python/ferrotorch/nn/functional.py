@@ -1243,8 +1243,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 recompute_scale_factor=None, antialias=False):
     """Resample the spatial dims of ``(N, C, L)`` / ``(N, C, H, W)`` input with PyTorch's
     index rules. Modes: ``nearest``, ``nearest-exact``, ``linear`` (3-D), ``bilinear`` (4-D),
-    ``area``. When ``scale_factor`` is given (and not recomputed) it also sets the source
-    index spacing, exactly as in PyTorch."""
+    ``area``, and with ``antialias=True`` (4-D) ``bilinear``, ``bicubic`` and ``lanczos``
+    (see :mod:`ferrotorch.nn._antialias`). When ``scale_factor`` is given (and not
+    recomputed) it also sets the source index spacing, exactly as in PyTorch."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating "
@@ -1289,8 +1290,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                        for i in range(dim)]
         if recompute_scale_factor:
             scale_factors = None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    if input.ndim == 4 and mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not implemented")
+        from ferrotorch.nn._antialias import interpolate_aa
+
+        return interpolate_aa(input, output_size, scale_factors, mode, align_corners)
     scales = scale_factors if scale_factors is not None else [None] * max(dim, 0)
     nd = input.ndim
     if input.is_cuda and _resample_composable(input, output_size, mode):
