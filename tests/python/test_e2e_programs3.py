@@ -902,3 +902,180 @@ def test_parametrized_net_state_dict_loads_from_torch():
     with ferrotorch.no_grad():
         got = ours(ferrotorch.from_numpy(x.numpy())).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (j)
+def lenet(M):
+    nn, F = M.nn, M.nn.functional
+
+    class LeNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3)
+            self.conv2 = nn.Conv2d(4, 8, 3)
+            self.fc1 = nn.Linear(8 * 2 * 2, 16)
+            self.fc2 = nn.Linear(16, 3)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
+            x = F.relu(self.conv2(x))
+            x = x.view(-1, int(x.nelement() / x.shape[0]))
+            return self.fc2(F.relu(self.fc1(x)))
+
+    return LeNet()
+
+
+def _prune_lenet(M, prune, model=None):
+    """The pruning tutorial's steps on one model; returns the masks in a fixed order."""
+    model = lenet(M) if model is None else model
+    prune.l1_unstructured(model.conv1, name="weight", amount=0.3)
+    prune.l1_unstructured(model.conv1, name="bias", amount=2)
+    # iterative pruning: a structured pass on top of the unstructured one (PruningContainer)
+    prune.ln_structured(model.conv1, name="weight", amount=0.5, n=2, dim=0)
+    parameters_to_prune = ((model.conv2, "weight"), (model.fc1, "weight"), (model.fc2, "weight"))
+    prune.global_unstructured(parameters_to_prune, pruning_method=prune.L1Unstructured,
+                              amount=0.4)
+    masks = [model.conv1.weight_mask, model.conv1.bias_mask, model.conv2.weight_mask,
+             model.fc1.weight_mask, model.fc2.weight_mask]
+    return model, masks
+
+
+def test_pruning_tutorial_program(tmp_path):
+    M = ferrotorch
+    prune = pytest.importorskip("ferrotorch.nn.utils.prune")
+    M.manual_seed(0)
+    model, masks = _prune_lenet(M, prune)
+    conv1 = model.conv1
+    assert [n for n, _ in conv1.named_parameters()] == ["weight_orig", "bias_orig"]
+    assert [n for n, _ in conv1.named_buffers()] == ["weight_mask", "bias_mask"]
+    hook = next(h for h in conv1._forward_pre_hooks.values()
+                if isinstance(h, prune.PruningContainer))
+    assert [type(m).__name__ for m in hook] == ["L1Unstructured", "LnStructured"]
+    # 2 of the 4 output channels are gone entirely, the other 2 keep their L1 pruning
+    assert (conv1.weight_mask.sum(dim=(1, 2, 3)) == 0).sum().item() == 2
+    assert conv1.bias_mask.sum().item() == 2
+    total = sum(m.numel() for m in masks[2:])
+    assert sum(int((m == 0).sum()) for m in masks[2:]) == round(0.4 * total)
+    assert prune.is_pruned(model)
+    # train: the pre-hooks keep the pruned entries at zero, the originals keep their gradients
+    y = M.arange(24) % 3
+    X = M.randn(24, 1, 10, 10) * 0.5
+    X[:, :, :, :4] += (y.float() - 1.0).view(-1, 1, 1, 1)  # the class shows on the left
+    optimizer = M.optim.Adam(model.parameters(), lr=0.01)
+    first = None
+    for step in range(40):
+        optimizer.zero_grad()
+        loss = M.nn.functional.cross_entropy(model(X), y)
+        loss.backward()
+        optimizer.step()
+        first = first if first is not None else loss.item()
+    assert loss.item() < 0.5 * first, (first, loss.item())
+    assert M.equal(model.fc1.weight == 0, model.fc1.weight_mask == 0)
+    assert (model.fc1.weight_orig.grad[model.fc1.weight_mask == 0] == 0).all()
+    # the pruned state dict holds *_orig and *_mask; it loads into a model pruned the same way
+    sd = model.state_dict()
+    assert {"conv1.weight_orig", "conv1.weight_mask", "fc2.weight_mask"} <= set(sd)
+    assert "conv1.weight" not in sd
+    path = os.path.join(tmp_path, "pruned.pt")
+    M.save(sd, path)
+    other, _ = _prune_lenet(M, prune)
+    other.load_state_dict(M.load(path))
+    with M.no_grad():
+        assert M.allclose(other(X), model(X))
+    # make it permanent
+    for module, name in [(model.conv1, "weight"), (model.conv1, "bias"), (model.conv2, "weight"),
+                         (model.fc1, "weight"), (model.fc2, "weight")]:
+        prune.remove(module, name)
+    assert not prune.is_pruned(model)
+    assert set(model.state_dict()) == set(lenet(M).state_dict())
+    assert isinstance(model.fc1.weight, M.nn.Parameter)
+    assert M.equal(model.fc1.weight == 0, masks[3] == 0)
+    with pytest.raises(ValueError, match="has to be pruned"):
+        prune.remove(model.fc1, "weight")
+
+
+def test_pruning_masks_match_torch():
+    torch = _torch()
+    import torch.nn.utils.prune as torch_prune
+
+    prune = pytest.importorskip("ferrotorch.nn.utils.prune")
+    torch.manual_seed(0)
+    ref, ref_masks = _prune_lenet(torch, torch_prune)
+    # copy the unpruned weights (the *_orig of the pruned model) across, then prune the same way
+    ours = lenet(ferrotorch)
+    ours.load_state_dict({k.replace("_orig", ""): ferrotorch.from_numpy(v.detach().numpy().copy())
+                          for k, v in ref.state_dict().items() if not k.endswith("_mask")})
+    ours, masks = _prune_lenet(ferrotorch, prune, ours)
+    for m, rm in zip(masks, ref_masks):
+        np.testing.assert_array_equal(m.numpy(), rm.numpy())
+    x = torch.randn(2, 1, 10, 10)
+    with torch.no_grad():
+        expected = ref(x).numpy()
+    with ferrotorch.no_grad():
+        got = ours(ferrotorch.from_numpy(x.numpy())).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (k)
+def ensemble_predictions(M, models, minibatch):
+    """The "model ensembling" tutorial: stack the models' state and vmap a functional call."""
+    func = M.func
+    params, buffers = func.stack_module_state(models)
+    base_model = copy.deepcopy(models[0])
+
+    def fmodel(params, buffers, x):
+        return func.functional_call(base_model, (params, buffers), (x,))
+
+    same = func.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, minibatch)
+    minibatches = minibatch.reshape(len(models), -1, minibatch.shape[-1])
+    different = func.vmap(fmodel)(params, buffers, minibatches)
+    return params, buffers, same, different
+
+
+def small_mlp(M):
+    nn = M.nn
+    return nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+
+
+def test_model_ensembling_with_stack_module_state():
+    M = ferrotorch
+    M.manual_seed(0)
+    models = [small_mlp(M).eval() for _ in range(4)]
+    minibatch = M.randn(8, 6)
+    params, buffers, same, different = ensemble_predictions(M, models, minibatch)
+    assert params["0.weight"].shape == (4, 8, 6)
+    assert params["0.weight"].requires_grad and params["0.weight"].is_leaf
+    assert buffers["1.running_mean"].shape == (4, 8)
+    assert not buffers["1.running_mean"].requires_grad
+    assert same.shape == (4, 8, 3) and different.shape == (4, 2, 3)
+    with M.no_grad():
+        expected = M.stack([m(minibatch) for m in models])
+        expected_diff = M.stack([m(minibatch[2 * i:2 * i + 2]) for i, m in enumerate(models)])
+    assert M.allclose(same, expected, atol=1e-6)
+    assert M.allclose(different, expected_diff, atol=1e-6)
+    # the stacked parameters are trainable leaves: one backward reaches all four models
+    same.sum().backward()
+    assert params["3.bias"].grad.shape == (4, 3)
+    assert M.allclose(params["3.bias"].grad, M.full((4, 3), 8.0))
+    with pytest.raises(RuntimeError, match="same training/eval mode"):
+        M.func.stack_module_state([small_mlp(M), small_mlp(M).eval()])
+    with pytest.raises(RuntimeError, match="at least one model"):
+        M.func.stack_module_state([])
+
+
+def test_model_ensembling_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref_models = [small_mlp(torch).eval() for _ in range(3)]
+    models = []
+    for rm in ref_models:
+        m = small_mlp(ferrotorch).eval()
+        _copy_weights(rm, m, ferrotorch)
+        models.append(m)
+    x = torch.randn(6, 6)
+    _, _, ref_same, ref_diff = ensemble_predictions(torch, ref_models, x)
+    _, _, same, diff = ensemble_predictions(ferrotorch, models, ferrotorch.from_numpy(x.numpy()))
+    np.testing.assert_allclose(same.detach().numpy(), ref_same.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(diff.detach().numpy(), ref_diff.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
