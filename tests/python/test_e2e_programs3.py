@@ -1079,3 +1079,17 @@ def test_model_ensembling_matches_torch():
                                atol=1e-6)
     np.testing.assert_allclose(diff.detach().numpy(), ref_diff.detach().numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (l)
+def test_printed_models_match_torch():
+    # ``print(model)`` as every tutorial does: the same text as PyTorch's.
+    torch = _torch()
+
+    def models(M):
+        return [conv_autoencoder(M)(), *dcgan(M), *seq2seq(M, 7, 8, 5), packed_classifier(M),
+                spatial_transformer(M), mlp_regressor(M), parametrized_net(M), lenet(M),
+                small_mlp(M), text_classifier(M, 10, 4, 2)]
+
+    for ours, ref in zip(models(ferrotorch), models(torch)):
+        assert str(ours) == str(ref)
