@@ -611,6 +611,7 @@ def test_norm_layers_bias_false():
             m.weight.uniform_(0.5, 1.5)
         assert ft.allclose(m(x), ref(m))
     assert "affine=False, bias=False" in repr(nn.BatchNorm1d(3, affine=False))
-    lazy = nn.LazyBatchNorm1d(bias=False)
+    with pytest.warns(UserWarning, match="Lazy modules"):
+        lazy = nn.LazyBatchNorm1d(bias=False)
     lazy(ft.randn(5, 3))
     assert type(lazy) is nn.BatchNorm1d and lazy.bias is None and lazy.weight.shape == (3,)
