@@ -72,6 +72,9 @@ __version__ = "0.1.0"
 
 # Python layer: tensor pickling (copyreg), nn, optim (utils.data comes with utils).
 from ferrotorch import _tensor_pickle
+from ferrotorch import _legacy_tensor  # torch.FloatTensor & co.; Tensor.type(name)
+
+globals().update(_legacy_tensor.CPU_TYPES)
 from ferrotorch import nn, optim
 from ferrotorch.serialization import load, save
 from ferrotorch.nn.functional import pixel_shuffle, pixel_unshuffle  # torch.pixel_shuffle

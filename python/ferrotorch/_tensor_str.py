@@ -25,7 +25,9 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 class _Formatter:
-    """Decides one width and notation for all printed elements, like PyTorch's."""
+    """Decides one width and notation for all printed elements, as PyTorch's ``_Formatter``:
+    for floating tensors only the nonzero finite values count (for the notation and for the
+    width), so ``nan``, ``inf`` and zeros are never padded for."""
 
     def __init__(self, values, is_float, is_bool):
         self.is_float = is_float
@@ -34,52 +36,46 @@ class _Formatter:
         self.sci_mode = False
         self.max_width = 1
         p = PRINT_OPTIONS["precision"]
-        if is_bool:
+        if is_bool or not is_float:
             self.max_width = max((len(str(v)) for v in values), default=1)
             return
-        if not is_float:
-            self.max_width = max((len(str(v)) for v in values), default=1)
+        nonzero = [v for v in values if math.isfinite(v) and v != 0]
+        if not nonzero:
             return
-        finite = [v for v in values if math.isfinite(v)]
-        nonzero = [abs(v) for v in finite if v != 0]
-        self.int_mode = all(v == math.floor(v) for v in finite)
-        if self.int_mode:
-            if nonzero and max(nonzero) > 1e8:
-                self.int_mode = False
-                self.sci_mode = True
-            widths = [len(f"{v:.0f}.") for v in finite]
+        absvals = [abs(v) for v in nonzero]
+        mx, mn = max(absvals), min(absvals)
+        self.int_mode = all(v == math.ceil(v) for v in nonzero)
+        if PRINT_OPTIONS["sci_mode"] is None:
+            self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
         else:
-            if nonzero:
-                mx, mn = max(nonzero), min(nonzero)
-                if mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4:
-                    self.sci_mode = True
-            widths = [len(self._fmt_float(v, p)) for v in finite]
-        if PRINT_OPTIONS["sci_mode"] is not None:
             self.sci_mode = PRINT_OPTIONS["sci_mode"]
-            if self.sci_mode:
-                self.int_mode = False
         if self.sci_mode:
-            widths = [len(f"{v:.{p}e}") for v in finite]
-        nonfinite = [len(str(v)) for v in values if not math.isfinite(v)]
-        self.max_width = max(widths + nonfinite + [1])
-
-    def _fmt_float(self, v, p):
-        return f"{v:.{p}f}"
+            self.max_width = max(len(f"{v:.{p}e}") for v in nonzero)
+        elif self.int_mode:
+            self.max_width = max(len(f"{v:.0f}") + 1 for v in nonzero)
+        else:
+            self.max_width = max(len(f"{v:.{p}f}") for v in nonzero)
 
     def format(self, v):
-        if self.is_bool:
+        p = PRINT_OPTIONS["precision"]
+        if self.is_bool or not self.is_float:
             s = str(v)
-        elif not self.is_float:
-            s = str(v)
-        elif not math.isfinite(v):
-            s = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
         elif self.sci_mode:
-            s = f"{v:.{PRINT_OPTIONS['precision']}e}"
+            s = _fmt_special(v) or f"{v:{self.max_width}.{p}e}"
         elif self.int_mode:
-            s = f"{v:.0f}."
+            s = _fmt_special(v) or f"{v:.0f}."
         else:
-            s = self._fmt_float(v, PRINT_OPTIONS["precision"])
+            s = _fmt_special(v) or f"{v:.{p}f}"
         return s.rjust(self.max_width)
+
+
+def _fmt_special(v):
+    """How PyTorch prints a non-finite float (Python's ``format`` gives the same strings)."""
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return None
 
 
 def _summarize(t, edge):
@@ -112,7 +108,7 @@ def _fmt_nested(lst, shape, fmt, indent, summarize, edge, linewidth):
     if summarize and n > 2 * edge:
         idx = list(range(edge)) + [None] + list(range(n - edge, n))
     if len(shape) == 1:
-        items = ["..." if i is None else fmt.format(lst[i]) for i in idx]
+        items = [" ..." if i is None else fmt.format(lst[i]) for i in idx]
         # Wrap long rows like PyTorch.
         per_line = max(1, (linewidth - indent) // (fmt.max_width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]

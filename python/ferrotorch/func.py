@@ -30,7 +30,7 @@ from ferrotorch.nn.utils.stateless import functional_call  # noqa: F401
 Tensor = _C.Tensor
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
-           "hessian", "vmap"]
+           "hessian", "vmap", "stack_module_state"]
 
 # How many transforms (grad, vjp, jacrev, ...) are currently running: a transform running inside
 # another one must keep the graph of what it returns.
@@ -562,3 +562,38 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         return _tree_unflatten(outs, out_spec)
 
     return wrapper
+
+
+# --------------------------------------------------------------------------------------------
+# model ensembling
+# --------------------------------------------------------------------------------------------
+
+
+def _stacked_leaf(tensors, name):
+    all_grad = all(t.requires_grad for t in tensors)
+    if not all_grad and any(t.requires_grad for t in tensors):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = _C.stack(tensors)
+    if all_grad:
+        result = result.detach().requires_grad_()
+    return result
+
+
+def stack_module_state(models):
+    """Stacks the parameters and buffers of ``models`` (same class, same train/eval mode) along
+    a new leading dimension, for use with :func:`vmap` over :func:`functional_call`. Returns
+    ``(params, buffers)``, two dicts keyed by name; stacked parameters are new leaves that
+    require grad."""
+    models = list(models)
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    params = {k: _stacked_leaf(tuple(p[k] for p in all_params), k) for k in all_params[0]}
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    buffers = {k: _stacked_leaf(tuple(b[k] for b in all_buffers), k) for k in all_buffers[0]}
+    return params, buffers

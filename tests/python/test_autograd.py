@@ -415,6 +415,51 @@ def test_custom_function_error_from_backward_propagates():
 # ---------------------------------------------------------------------------- functional
 
 
+def test_custom_function_with_separate_setup_context():
+    # The "Extending PyTorch" style: forward(*args) without ctx, plus setup_context(ctx, inputs,
+    # output); ``inputs`` holds every argument of forward, the defaults filled in.
+    seen = []
+
+    class LinearFunction(Function):
+        @staticmethod
+        def forward(input, weight, bias=None, scale=1.0):
+            output = input.mm(weight.t()) * scale
+            if bias is not None:
+                output += bias.unsqueeze(0).expand_as(output)
+            return output
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            input, weight, bias, scale = inputs
+            seen.append((len(inputs), scale, ft.is_grad_enabled()))
+            ctx.scale = scale
+            ctx.save_for_backward(input, weight, bias)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, weight, bias = ctx.saved_tensors
+            grad_input = grad_weight = grad_bias = None
+            if ctx.needs_input_grad[0]:
+                grad_input = grad_output.mm(weight) * ctx.scale
+            if ctx.needs_input_grad[1]:
+                grad_weight = grad_output.t().mm(input) * ctx.scale
+            if bias is not None and ctx.needs_input_grad[2]:
+                grad_bias = grad_output.sum(0)
+            return grad_input, grad_weight, grad_bias, None
+
+    x = ft.randn(3, 4, dtype=ft.float64, requires_grad=True)
+    w = ft.randn(2, 4, dtype=ft.float64, requires_grad=True)
+    b = ft.randn(2, dtype=ft.float64, requires_grad=True)
+    assert gradcheck(LinearFunction.apply, (x, w, b), eps=1e-6, atol=1e-4)
+    out = LinearFunction.apply(x, w)  # bias and scale default
+    assert seen[-1] == (4, 1.0, False)
+    out.sum().backward()
+    assert ft.allclose(w.grad, ft.ones(3, 2, dtype=ft.float64).t().mm(x))
+    out = LinearFunction.apply(x, w, scale=2.0)
+    assert seen[-1][1] == 2.0
+    assert ft.allclose(out, x.detach().mm(w.detach().t()) * 2.0)
+
+
 def test_functional_jacobian_hessian_vjp_hvp():
     def f(x):
         return (x * x).sum() if hasattr(x, "sum") else None

@@ -221,6 +221,20 @@ def test_printing_matches_torch_style():
     assert "1.0000e-05" in repr(ft.tensor([1e-5, 1.0]))
     big = repr(ft.tensor(np.arange(2000, dtype=np.int64)))
     assert "..." in big and big.startswith("tensor([   0,    1,    2,")
+    # as PyTorch's _Formatter: only nonzero finite values set the width and the notation
+    nan, inf = float("nan"), float("inf")
+    assert repr(ft.tensor([nan, inf, 1.0])) == "tensor([nan, inf, 1.])"
+    assert repr(ft.tensor([nan, 0.0])) == "tensor([nan, 0.])"
+    assert repr(ft.tensor([-1.5, 2.25, nan])) == "tensor([-1.5000,  2.2500,     nan])"
+    assert repr(ft.tensor([1.0, 2000.0])) == "tensor([1.0000e+00, 2.0000e+03])"  # int mode too
+    assert repr(ft.arange(2000.0)) == (
+        "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n"
+        "        1.9990e+03])")
+    try:
+        ft.set_printoptions(sci_mode=False)
+        assert repr(ft.tensor([1e-6, 2.5])) == "tensor([0.0000, 2.5000])"
+    finally:
+        ft.set_printoptions(profile="default")
 
 
 def test_default_dtype():

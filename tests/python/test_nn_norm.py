@@ -201,14 +201,16 @@ def test_batch_norm_module_no_tracking_and_eval():
 
 def test_batch_norm_module_repr_state_dict_and_checks():
     m = nn.BatchNorm2d(16)
-    assert repr(m) == "BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert repr(m) == ("BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+                       "track_running_stats=True)")
     assert list(m.state_dict().keys()) == [
         "weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
     assert m.weight.dtype == ft.float32
     np.testing.assert_array_equal(m.weight.detach().numpy(), np.ones(16))
     np.testing.assert_array_equal(m.bias.detach().numpy(), np.zeros(16))
     assert repr(nn.BatchNorm1d(3, momentum=None, affine=False)) == (
-        "BatchNorm1d(3, eps=1e-05, momentum=None, affine=False, track_running_stats=True)")
+        "BatchNorm1d(3, eps=1e-05, momentum=None, affine=False, bias=False, "
+        "track_running_stats=True)")
     with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
         nn.BatchNorm1d(3)(T(rand(2, 3, 4, 4, dtype=np.float32)))
     with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
@@ -250,7 +252,8 @@ def test_instance_norm_matches_numpy(shape):
 def test_instance_norm_modules():
     m = nn.InstanceNorm2d(3)
     assert repr(m) == (
-        "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)")
+        "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, "
+        "track_running_stats=False)")
     x = rand(2, 3, 4, 4, dtype=np.float32)
     ey = np_group_norm(x, 3, None, None, 1e-5)
     np.testing.assert_allclose(N(m(T(x))), ey, rtol=1e-5, atol=1e-5)
@@ -314,12 +317,12 @@ def test_layer_norm_errors():
 
 def test_layer_norm_module():
     m = nn.LayerNorm(10)
-    assert repr(m) == "LayerNorm((10,), eps=1e-05, elementwise_affine=True)"
+    assert repr(m) == "LayerNorm((10,), eps=1e-05, elementwise_affine=True, bias=True)"
     assert list(m.state_dict().keys()) == ["weight", "bias"]
     m2 = nn.LayerNorm([3, 4], bias=False)
     assert m2.bias is None and list(m2.state_dict().keys()) == ["weight"]
     assert repr(nn.LayerNorm((3, 4), elementwise_affine=False)) == (
-        "LayerNorm((3, 4), eps=1e-05, elementwise_affine=False)")
+        "LayerNorm((3, 4), eps=1e-05, elementwise_affine=False, bias=False)")
     x = rand(2, 3, 4, dtype=np.float32)
     np.testing.assert_allclose(N(m2(T(x))), np_layer_norm(x, 2, None, None, 1e-5), rtol=1e-5,
                                atol=1e-5)
@@ -360,7 +363,7 @@ def test_group_norm_non_contiguous_and_errors():
 
 def test_group_norm_module():
     m = nn.GroupNorm(2, 6)
-    assert repr(m) == "GroupNorm(2, 6, eps=1e-05, affine=True)"
+    assert repr(m) == "GroupNorm(2, 6, eps=1e-05, affine=True, bias=True)"
     assert list(m.state_dict().keys()) == ["weight", "bias"]
     x = rand(3, 6, 4, dtype=np.float32)
     np.testing.assert_allclose(N(m(T(x))), np_group_norm(x, 2, None, None, 1e-5), rtol=1e-5,
@@ -589,3 +592,26 @@ def test_large_inputs_take_the_parallel_paths(monkeypatch):
     tg = ft.from_numpy(RNG.integers(0, 40, size=1000).astype(np.int64))
     np.testing.assert_allclose(F.cross_entropy(logits, tg).item(),
                                _ce_python(monkeypatch, logits, tg).item(), rtol=1e-12)
+
+
+def test_norm_layers_bias_false():
+    # PyTorch 2.13's keyword-only ``bias``: a learnable scale without a shift
+    x = ft.randn(4, 6, 3, 3, dtype=ft.float64)
+    for m, ref in [
+        (nn.BatchNorm2d(6, bias=False, dtype=ft.float64),
+         lambda m: F.batch_norm(x, None, None, m.weight, None, True)),
+        (nn.InstanceNorm2d(6, affine=True, bias=False, dtype=ft.float64),
+         lambda m: F.instance_norm(x, weight=m.weight, bias=None)),
+        (nn.GroupNorm(3, 6, bias=False, dtype=ft.float64),
+         lambda m: F.group_norm(x, 3, m.weight, None)),
+    ]:
+        assert [n for n, _ in m.named_parameters()] == ["weight"]
+        assert m.bias is None and "bias=False" in repr(m)
+        with ft.no_grad():
+            m.weight.uniform_(0.5, 1.5)
+        assert ft.allclose(m(x), ref(m))
+    assert "affine=False, bias=False" in repr(nn.BatchNorm1d(3, affine=False))
+    with pytest.warns(UserWarning, match="Lazy modules"):
+        lazy = nn.LazyBatchNorm1d(bias=False)
+    lazy(ft.randn(5, 3))
+    assert type(lazy) is nn.BatchNorm1d and lazy.bias is None and lazy.weight.shape == (3,)

@@ -1,8 +1,11 @@
 """``autograd.Function``: user-defined ops with a Python forward and backward.
 
 The forward runs with grad recording off; a node is then recorded in the Rust graph whose
-backward calls ``cls.backward(ctx, *grad_outputs)``.
+backward calls ``cls.backward(ctx, *grad_outputs)``. Both styles of PyTorch are supported:
+``forward(ctx, *args)``, or ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``.
 """
+
+import inspect
 
 from ferrotorch import _C
 from ferrotorch.autograd.grad_mode import no_grad
@@ -75,14 +78,31 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError("You must implement the backward function for custom "
                                   "autograd.Function.")
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Override to use the ``forward(*args)`` style: saves what backward needs from the
+        ``inputs`` (the arguments, defaults filled in) and the ``output`` of ``forward``."""
+        raise NotImplementedError("setup_context is not implemented.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
+        separate = cls.setup_context is not Function.setup_context
+        if separate:
+            # forward(*args) does not take ctx; setup_context sees every argument, the
+            # defaults included (as PyTorch's bind_default_args)
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, {}
         ctx.needs_input_grad = tuple(
             isinstance(a, Tensor) and a.requires_grad for a in args
         )
         with no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if separate:
+                outputs = cls.forward(*args)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
         is_tuple = isinstance(outputs, tuple)
         outs = list(outputs) if is_tuple else [outputs]
         if not (_C.is_grad_enabled() and any(ctx.needs_input_grad)):

@@ -298,3 +298,9 @@ __all__ = [
     "memory_stats", "reset_max_memory_allocated", "reset_peak_memory_stats", "seed", "seed_all",
     "set_device", "set_stream", "stream", "synchronize",
 ]
+
+
+# torch.cuda.FloatTensor & co. (legacy typed-tensor constructors on the CUDA device)
+from ferrotorch._legacy_tensor import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
+
+globals().update(_CUDA_TYPES)

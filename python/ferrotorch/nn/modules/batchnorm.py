@@ -22,7 +22,7 @@ class _NormBase(Module):
     _version = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -31,7 +31,10 @@ class _NormBase(Module):
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = Parameter(_vector(num_features, 1.0, dtype, device))
-            self.bias = Parameter(_vector(num_features, 0.0, dtype, device))
+            if bias:
+                self.bias = Parameter(_vector(num_features, 0.0, dtype, device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -56,14 +59,16 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -135,14 +140,15 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
     r"""``num_features`` inferred from dimension 1 of the first input."""
 
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
+                 device=None, dtype=None, *, bias=True):
         # affine / track_running_stats False so no tensor is created just to be replaced.
         super().__init__(0, eps, momentum, False, False, device=device, dtype=dtype)
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if self.track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -158,7 +164,8 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             with ferrotorch.no_grad():
                 if self.affine:
                     self.weight.materialize((self.num_features,))
-                    self.bias.materialize((self.num_features,))
+                    if self.bias is not None:
+                        self.bias.materialize((self.num_features,))
                 if self.track_running_stats:
                     self.running_mean.materialize((self.num_features,))
                     self.running_var.materialize((self.num_features,))

@@ -534,12 +534,6 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
         self.nonlinearity = nonlinearity
 
-    def extra_repr(self):
-        s = super().extra_repr()
-        if self.nonlinearity != "tanh":
-            s += f", nonlinearity={self.nonlinearity}"
-        return s
-
     def forward(self, input, hx=None):
         return _forward_simple(self, "RNN", input, hx)
 
