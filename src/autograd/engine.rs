@@ -228,6 +228,16 @@ fn accumulate_into_leaf(leaf: &Tensor, mut g: Tensor, create_graph: bool) -> Res
         }
     };
     leaf.set_grad(Some(new));
+    // Collected first: a hook may read or reset the leaf's `.grad` (its autograd lock).
+    let post: Vec<_> = leaf
+        .meta()
+        .post_accumulate_hooks
+        .iter()
+        .map(|(_, h)| h.clone())
+        .collect();
+    for h in post {
+        h(leaf)?;
+    }
     Ok(())
 }
 

@@ -5,14 +5,14 @@
 //! to its inputs' nodes (or to an AccumulateGrad node for a leaf). [`engine::backward`] runs
 //! the graph by dependency counting, without recursion.
 
-pub(crate) mod formula;
 pub mod engine;
+pub(crate) mod formula;
 pub mod grad_mode;
 pub mod node;
 
 pub use engine::{backward, grad};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
-pub use node::{BackwardFn, Edge, HookFn, Node};
+pub use node::{BackwardFn, Edge, HookFn, Node, PostAccumulateHookFn};
 
 use crate::cpu::strided;
 use crate::layout::Layout;
@@ -35,6 +35,8 @@ pub struct AutogradMeta {
     pub retains_grad: bool,
     /// Hooks on a leaf's gradient (non-leaf hooks live on the grad_fn node).
     pub hooks: Vec<(u64, HookFn)>,
+    /// Hooks run after a gradient was accumulated into a leaf's `.grad`.
+    pub post_accumulate_hooks: Vec<(u64, PostAccumulateHookFn)>,
 }
 
 static HOOK_ID: AtomicU64 = AtomicU64::new(1);
@@ -216,11 +218,31 @@ impl Tensor {
         }
         Ok(id)
     }
+    /// Register a hook called with this leaf after each accumulation into its `.grad`
+    /// (PyTorch's `register_post_accumulate_grad_hook`); returns its id for removal.
+    pub fn register_post_accumulate_grad_hook(&self, hook: PostAccumulateHookFn) -> Result<u64> {
+        if !self.requires_grad() {
+            return Err(Error::Runtime(
+                "cannot register a hook on a tensor that doesn't require gradient".into(),
+            ));
+        }
+        let mut m = self.meta();
+        if m.grad_fn.is_some() {
+            return Err(Error::Runtime(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors".into(),
+            ));
+        }
+        let id = next_hook_id();
+        m.post_accumulate_hooks.push((id, hook));
+        Ok(id)
+    }
+
     pub fn remove_hook(&self, id: u64) -> bool {
         let mut m = self.meta();
-        let before = m.hooks.len();
+        let before = m.hooks.len() + m.post_accumulate_hooks.len();
         m.hooks.retain(|(i, _)| *i != id);
-        if m.hooks.len() != before {
+        m.post_accumulate_hooks.retain(|(i, _)| *i != id);
+        if m.hooks.len() + m.post_accumulate_hooks.len() != before {
             return true;
         }
         m.grad_fn

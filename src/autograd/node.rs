@@ -16,6 +16,9 @@ pub type BackwardFn = Box<dyn FnMut(&[Option<Tensor>]) -> Result<Vec<Option<Tens
 /// A gradient hook: may return a replacement gradient.
 pub type HookFn = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
+/// A hook run on a leaf after a gradient was accumulated into its `.grad` (it gets the leaf).
+pub type PostAccumulateHookFn = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
 /// Where a gradient goes: output `input_nr` of `node`.
 #[derive(Clone)]
 pub struct Edge {

@@ -228,6 +228,36 @@ impl PyTensor {
             id,
         })
     }
+    /// Register `hook(tensor) -> None`, called with this leaf (the same Python object, e.g.
+    /// the `nn.Parameter`) after a gradient was accumulated into its `.grad`.
+    fn register_post_accumulate_grad_hook(
+        slf: &Bound<'_, Self>,
+        hook: Py<PyAny>,
+    ) -> PyResult<PyHookHandle> {
+        // A weak reference: the hook lives in the tensor's own bookkeeping, so a strong one
+        // would keep the Python object alive forever.
+        let weak: Py<PyAny> = pyo3::types::PyWeakrefReference::new(slf)?
+            .into_any()
+            .unbind();
+        let f: autograd::PostAccumulateHookFn = Arc::new(move |_leaf: &Tensor| {
+            Python::attach(|py| {
+                let obj = weak.bind(py).call0().map_err(|e| py_err_to_error(py, e))?;
+                if obj.is_none() {
+                    return Ok(());
+                }
+                let r = hook.call1(py, (obj,)).map_err(|e| py_err_to_error(py, e))?;
+                if !r.bind(py).is_none() {
+                    return Err(Error::Runtime(
+                        "Tensor post accumulate grad hooks should return None.".into(),
+                    ));
+                }
+                Ok(())
+            })
+        });
+        let inner = slf.borrow().inner.clone();
+        let id = inner.register_post_accumulate_grad_hook(f)?;
+        Ok(PyHookHandle { tensor: inner, id })
+    }
 }
 
 /// `autograd.grad` core.
