@@ -1,9 +1,12 @@
 """``ferrotorch.distributions``: probability distributions with sampling (reparameterised
 where PyTorch's are), ``log_prob``, moments, entropy and ``kl_divergence``, following
 ``torch.distributions``. Everything is written with differentiable tensor ops, so gradients
-flow through ``rsample``, ``log_prob`` and ``kl_divergence``."""
+flow through ``rsample``, ``log_prob`` and ``kl_divergence``. ``transforms`` and
+``TransformedDistribution`` build further distributions by change of variables;
+``biject_to``/``transform_to`` map unconstrained parameters onto constraints."""
 
-from ferrotorch.distributions import constraints
+from ferrotorch.distributions import constraints, transforms
+from ferrotorch.distributions.constraint_registry import biject_to, transform_to
 from ferrotorch.distributions.continuous import (
     Cauchy,
     Exponential,
@@ -12,6 +15,18 @@ from ferrotorch.distributions.continuous import (
     LogNormal,
     Normal,
     Uniform,
+)
+from ferrotorch.distributions.derived import (
+    ExpRelaxedCategorical,
+    HalfCauchy,
+    HalfNormal,
+    Kumaraswamy,
+    LogisticNormal,
+    LogitRelaxedBernoulli,
+    Pareto,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+    Weibull,
 )
 from ferrotorch.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from ferrotorch.distributions.distribution import Distribution
@@ -26,10 +41,41 @@ from ferrotorch.distributions.gamma import (
 )
 from ferrotorch.distributions.kl import kl_divergence, register_kl
 from ferrotorch.distributions.multivariate import Independent, MultivariateNormal
+from ferrotorch.distributions.transformed_distribution import TransformedDistribution
+from ferrotorch.distributions.transforms import (
+    AbsTransform,
+    AffineTransform,
+    CatTransform,
+    ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
 
 __all__ = [
-    "Bernoulli", "Beta", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
-    "Exponential", "Gamma", "Geometric", "Gumbel", "Poisson", "StudentT",
-    "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
-    "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "CatTransform", "Categorical",
+    "Cauchy", "Chi2", "ComposeTransform", "CorrCholeskyTransform",
+    "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
+    "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
+    "Independent", "IndependentTransform", "Kumaraswamy", "Laplace", "LogNormal",
+    "LogisticNormal", "LogitRelaxedBernoulli", "LowerCholeskyTransform", "MultivariateNormal",
+    "Normal", "OneHotCategorical", "Pareto", "Poisson", "PositiveDefiniteTransform",
+    "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform",
+    "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StackTransform",
+    "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "Weibull", "biject_to", "constraints",
+    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]

@@ -7,7 +7,8 @@ __all__ = [
     "nonnegative_integer", "positive_integer", "unit_interval", "simplex",
     "lower_cholesky", "positive_definite", "greater_than", "greater_than_eq", "less_than",
     "interval", "half_open_interval", "integer_interval", "independent", "one_hot",
-    "dependent", "is_dependent",
+    "dependent", "is_dependent", "dependent_property", "corr_cholesky", "cat", "stack",
+    "square", "symmetric", "positive_semidefinite", "open_interval",
 ]
 
 
@@ -25,12 +26,52 @@ class Constraint:
 class _Dependent(Constraint):
     """A placeholder for a support that depends on other parameters (not checked)."""
 
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self):
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        if is_discrete is NotImplemented:
+            is_discrete = self._is_discrete
+        if event_dim is NotImplemented:
+            event_dim = self._event_dim
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
     def check(self, value):
         raise ValueError("Cannot determine validity of dependent constraint")
 
 
+class _DependentProperty(property, _Dependent):
+    """A property that is also a dependent constraint (``constraints.dependent_property``):
+    on the class it reads as ``dependent``, on an instance it calls the method."""
+
+    def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        property.__init__(self, fn)
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
+
+
 def is_dependent(constraint):
     return isinstance(constraint, _Dependent)
+
+
+dependent_property = _DependentProperty
 
 
 class _Boolean(Constraint):
@@ -97,6 +138,14 @@ class _HalfOpenInterval(_Interval):
         return f"HalfOpenInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
 
 
+class _OpenInterval(_Interval):
+    def check(self, value):
+        return (self.lower_bound < value) & (value < self.upper_bound)
+
+    def __repr__(self):
+        return f"OpenInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
 class _IntegerInterval(_Interval):
     is_discrete = True
 
@@ -156,6 +205,102 @@ class _PositiveDefinite(Constraint):
         return sym & (info == 0)
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices (unit-norm rows)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        from ferrotorch._compare import finfo
+
+        tol = finfo(value.dtype).eps * value.shape[-1] * 10
+        row_norm = (value * value).sum(-1).sqrt()
+        unit_row_norm = ((row_norm - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        from ferrotorch import _C
+
+        return _C.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                       dtype=_C.bool, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square_check = super().check(value)
+        if not bool(square_check.all()):
+            return square_check
+        close = (value - value.mT).abs() <= 1e-6 * (1 + value.abs())
+        return close.reshape(*value.shape[:-2], -1).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        sym_check = super().check(value)
+        if not bool(sym_check.all()):
+            return sym_check
+        from ferrotorch import linalg
+
+        return (linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _Cat(Constraint):
+    """Applies ``cseq[i]`` to the ``i``-th block (of ``lengths[i]``) along ``dim``."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        if lengths is None:
+            lengths = [1] * len(self.cseq)
+        self.lengths = list(lengths)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        from ferrotorch import _C
+
+        checks, start = [], 0
+        for constr, length in zip(self.cseq, self.lengths):
+            checks.append(constr.check(value.narrow(self.dim, start, length)))
+            start += length
+        return _C.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """Applies ``cseq[i]`` to the ``i``-th slice along ``dim``."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value):
+        from ferrotorch import _C
+
+        vs = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
+        return _C.stack([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
+
+
 class _Independent(Constraint):
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
         self.base_constraint = base_constraint
@@ -194,4 +339,11 @@ interval = _Interval
 half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
 independent = _Independent
+corr_cholesky = _CorrCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
+cat = _Cat
+stack = _Stack
+open_interval = _OpenInterval
 

@@ -1,5 +1,6 @@
-"""Univariate continuous distributions with reparameterised sampling: Normal, LogNormal,
-Uniform, Exponential, Laplace, Cauchy, Gumbel."""
+"""Univariate continuous distributions with reparameterised sampling: Normal, Uniform,
+Exponential, Laplace, Cauchy; and, defined through ``TransformedDistribution`` as in PyTorch,
+LogNormal and Gumbel."""
 
 import math
 
@@ -13,6 +14,8 @@ from ferrotorch.distributions.distribution import (
     _uniform_open,
     broadcast_all,
 )
+from ferrotorch.distributions.transformed_distribution import TransformedDistribution
+from ferrotorch.distributions.transforms import AffineTransform, ExpTransform
 
 __all__ = ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Cauchy", "Gumbel"]
 
@@ -77,47 +80,6 @@ class Normal(_LocScale):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
-
-
-class LogNormal(_LocScale):
-    """``exp(X)`` for ``X ~ Normal(loc, scale)``."""
-
-    support = constraints.positive
-
-    @property
-    def base_dist(self):
-        return Normal(self.loc, self.scale, validate_args=False)
-
-    @property
-    def mean(self):
-        return (self.loc + self.scale.pow(2) / 2).exp()
-
-    @property
-    def mode(self):
-        return (self.loc - self.scale.pow(2)).exp()
-
-    @property
-    def variance(self):
-        s2 = self.scale.pow(2)
-        return s2.expm1() * (2 * self.loc + s2).exp()
-
-    def rsample(self, sample_shape=_EMPTY_SIZE):
-        return (self.loc + self._noise(sample_shape, "normal") * self.scale).exp()
-
-    def log_prob(self, value):
-        self._check(value)
-        log_v = value.log()
-        return self.base_dist.log_prob(log_v) - log_v
-
-    def cdf(self, value):
-        self._check(value)
-        return self.base_dist.cdf(value.log())
-
-    def icdf(self, value):
-        return self.base_dist.icdf(value).exp()
-
-    def entropy(self):
-        return self.base_dist.entropy() + self.loc
 
 
 class Laplace(_LocScale):
@@ -195,45 +157,6 @@ class Cauchy(_LocScale):
 
     def entropy(self):
         return math.log(4 * math.pi) + self.scale.log()
-
-
-class Gumbel(_LocScale):
-    """Gumbel (type-I extreme value) distribution."""
-
-    @property
-    def mean(self):
-        return self.loc + self.scale * _EULER_GAMMA
-
-    @property
-    def mode(self):
-        return self.loc
-
-    @property
-    def variance(self):
-        return (math.pi ** 2 / 6) * self.scale.pow(2)
-
-    @property
-    def stddev(self):
-        return (math.pi / math.sqrt(6)) * self.scale
-
-    def rsample(self, sample_shape=_EMPTY_SIZE):
-        u = self._noise(sample_shape, "uniform")
-        return self.loc - self.scale * (-u.log()).log()
-
-    def log_prob(self, value):
-        self._check(value)
-        z = (value - self.loc) / self.scale
-        return -(z + (-z).exp()) - self.scale.log()
-
-    def cdf(self, value):
-        self._check(value)
-        return (-(-(value - self.loc) / self.scale).exp()).exp()
-
-    def icdf(self, value):
-        return self.loc - self.scale * (-value.log()).log()
-
-    def entropy(self):
-        return self.scale.log() + (1 + _EULER_GAMMA)
 
 
 class Uniform(_ExpandByAttributes):
@@ -339,3 +262,97 @@ class Exponential(_ExpandByAttributes):
 
     def entropy(self):
         return 1.0 - self.rate.log()
+
+
+class LogNormal(TransformedDistribution):
+    """``exp(X)`` for ``X ~ Normal(loc, scale)``."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        base_dist = Normal(loc, scale, validate_args=validate_args)
+        super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LogNormal, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def loc(self):
+        return self.base_dist.loc
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
+
+    @property
+    def mean(self):
+        return (self.loc + self.scale.pow(2) / 2).exp()
+
+    @property
+    def mode(self):
+        return (self.loc - self.scale.pow(2)).exp()
+
+    @property
+    def variance(self):
+        s2 = self.scale.pow(2)
+        return s2.expm1() * (2 * self.loc + s2).exp()
+
+    def entropy(self):
+        return self.base_dist.entropy() + self.loc
+
+
+class Gumbel(TransformedDistribution):
+    """Gumbel (type-I extreme value) distribution: ``loc - scale * log(-log U)``."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        from ferrotorch._compare import finfo
+
+        self.loc, self.scale = broadcast_all(loc, scale)
+        fi = finfo(self.loc.dtype)
+        base_dist = Uniform(_C.full_like(self.loc, fi.tiny), _C.full_like(self.loc, 1 - fi.eps),
+                            validate_args=validate_args)
+        transforms = [ExpTransform().inv, AffineTransform(loc=0, scale=-_C.ones_like(self.scale)),
+                      ExpTransform().inv, AffineTransform(loc=self.loc, scale=-self.scale)]
+        super().__init__(base_dist, transforms, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Gumbel, _instance)
+        new.loc = self.loc.expand(tuple(batch_shape))
+        new.scale = self.scale.expand(tuple(batch_shape))
+        new = super().expand(batch_shape, _instance=new)
+        new.transforms = [ExpTransform().inv,
+                          AffineTransform(loc=0, scale=-_C.ones_like(new.scale)),
+                          ExpTransform().inv, AffineTransform(loc=new.loc, scale=-new.scale)]
+        return new
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        y = (self.loc - value) / self.scale
+        return (y - y.exp()) - self.scale.log()
+
+    @property
+    def mean(self):
+        return self.loc + self.scale * _EULER_GAMMA
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def stddev(self):
+        return (math.pi / math.sqrt(6)) * self.scale
+
+    @property
+    def variance(self):
+        return self.stddev.pow(2)
+
+    def entropy(self):
+        return self.scale.log() + (1 + _EULER_GAMMA)

@@ -184,3 +184,32 @@ def _kl_dirichlet_dirichlet(p, q):
 @register_kl(Poisson, Poisson)
 def _kl_poisson_poisson(p, q):
     return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+def _register_transformed():
+    """KL pairs for ``TransformedDistribution`` and the distributions built on it (defined
+    here, after the imports they need, to keep the module import order acyclic)."""
+    from ferrotorch.distributions.derived import HalfNormal, Pareto
+    from ferrotorch.distributions.transformed_distribution import TransformedDistribution
+
+    @register_kl(TransformedDistribution, TransformedDistribution)
+    def _kl_transformed_transformed(p, q):
+        if p.transforms != q.transforms:
+            raise NotImplementedError
+        if p.event_shape != q.event_shape:
+            raise NotImplementedError
+        return kl_divergence(p.base_dist, q.base_dist)
+
+    @register_kl(HalfNormal, HalfNormal)
+    def _kl_halfnormal_halfnormal(p, q):
+        return _kl_normal_normal(p.base_dist, q.base_dist)
+
+    @register_kl(Pareto, Pareto)
+    def _kl_pareto_pareto(p, q):
+        scale_ratio = p.scale / q.scale
+        alpha_ratio = q.alpha / p.alpha
+        result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+        return _C.where(p.scale < q.scale, _inf_like(result), result)
+
+
+_register_transformed()
