@@ -264,11 +264,13 @@ fn linspace_values(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Resu
             return Ok(vec![s]);
         }
         let step = (e - s) / (n as f64 - 1.0);
+        // Fused multiply-adds, as PyTorch's kernel: bit-identical values (grids built from
+        // linspace then agree to the last bit, which decides ties in nearest sampling).
         return try_from_fn(n, |i| {
             if i < halfway {
-                s + step * i as f64
+                step.mul_add(i as f64, s)
             } else {
-                e - step * (n - i - 1) as f64
+                (-step).mul_add((n - i - 1) as f64, e)
             }
         });
     }
@@ -279,9 +281,9 @@ fn linspace_values(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Resu
     let step = (e - s) / (n as f32 - 1.0);
     try_from_fn(n, |i| {
         (if i < halfway {
-            s + step * i as f32
+            step.mul_add(i as f32, s)
         } else {
-            e - step * (n - i - 1) as f32
+            (-step).mul_add((n - i - 1) as f32, e)
         }) as f64
     })
 }

@@ -383,3 +383,27 @@ def test_requires_grad_flag():
     assert torch.zeros(2, requires_grad=True).requires_grad
     assert torch.arange(0.0, 2.0, requires_grad=True).requires_grad
     assert not torch.ones(2).requires_grad
+
+
+def test_linspace_bits_match_pytorch_fma():
+    """PyTorch's kernel computes start + i * step (first half) and end - (n-1-i) * step
+    (second half) with fused multiply-adds; the values agree to the last bit."""
+    a = torch.linspace(-1, 1, 7)
+    assert a.tolist() == [-1.0, -0.6666666269302368, -0.3333333134651184,
+                          -2.9802322387695312e-08, 0.3333333134651184, 0.6666666269302368, 1.0]
+    b = torch.linspace(-3, 5, 11, dtype=torch.float64)
+    assert b.tolist() == [-3.0, -2.2, -1.4, -0.5999999999999999, 0.20000000000000018,
+                          0.9999999999999998, 1.7999999999999998, 2.5999999999999996, 3.4,
+                          4.2, 5.0]
+
+
+def test_linspace_bits_vs_torch():
+    pt = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        s, e = rng.uniform(-10, 10, 2)
+        n = int(rng.integers(2, 300))
+        for dt in ("float32", "float64"):
+            ours = torch.linspace(s, e, n, dtype=getattr(torch, dt)).numpy()
+            ref = pt.linspace(s, e, n, dtype=getattr(pt, dt)).numpy()
+            np.testing.assert_array_equal(ours, ref)
