@@ -26,6 +26,11 @@ from ferrotorch.special import polygamma  # torch.polygamma
 from ferrotorch.special import gammainc as igamma  # torch.igamma
 from ferrotorch.special import gammaincc as igammac  # torch.igammac
 from ferrotorch.special import multigammaln as mvlgamma  # torch.mvlgamma
+from ferrotorch.autograd.anomaly_mode import (  # torch.is_anomaly_enabled, ...
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from ferrotorch.autograd.grad_mode import (
     enable_grad,
     inference_mode,

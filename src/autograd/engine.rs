@@ -165,8 +165,17 @@ fn run_backward(
             }
             continue;
         }
-        let input_grads = node.apply(&grads, retain_graph)?;
+        let input_grads = match node.apply(&grads, retain_graph) {
+            Ok(g) => g,
+            Err(e) => {
+                super::anomaly::report_failure(node.name(), node.trace.as_deref());
+                return Err(e);
+            }
+        };
         drop(grads);
+        if super::anomaly::is_anomaly_enabled() && super::anomaly::is_anomaly_check_nan_enabled() {
+            check_no_nan(&node, &input_grads)?;
+        }
         for (e, g) in node
             .next_edges()
             .iter()
@@ -185,6 +194,30 @@ fn run_backward(
         }
     }
     Ok(caps.grads)
+}
+
+/// Anomaly mode: a NaN in a gradient a node returned is an error naming the node (and, via
+/// the report hook, the forward call that created it).
+fn check_no_nan(node: &Node, grads: &[Option<Tensor>]) -> Result<()> {
+    for (i, g) in grads.iter().enumerate() {
+        let Some(g) = g else { continue };
+        if !g.dtype().is_floating_point() || g.numel() == 0 {
+            continue;
+        }
+        let has_nan = crate::no_grad(|| {
+            g.unary(crate::UnaryOp::IsNan)?
+                .any(None, false)?
+                .is_nonzero_all()
+        })?;
+        if has_nan {
+            super::anomaly::report_failure(node.name(), node.trace.as_deref());
+            return Err(Error::Runtime(format!(
+                "Function '{}' returned nan values in its {i}th output.",
+                node.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Add `g` into `leaf.grad` (or make it the gradient). `g` is taken by value so that a

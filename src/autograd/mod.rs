@@ -5,6 +5,7 @@
 //! to its inputs' nodes (or to an AccumulateGrad node for a leaf). [`engine::backward`] runs
 //! the graph by dependency counting, without recursion.
 
+pub mod anomaly;
 pub mod engine;
 pub(crate) mod formula;
 pub mod grad_mode;

@@ -39,6 +39,8 @@ pub struct Node {
     pub(crate) pre_hooks: Mutex<Vec<(u64, usize, HookFn)>>,
     /// For AccumulateGrad nodes: the leaf that receives the gradient.
     pub(crate) leaf: Option<Tensor>,
+    /// Where the node was created (anomaly mode only).
+    pub(crate) trace: Option<String>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -61,6 +63,7 @@ impl Node {
             num_outputs,
             pre_hooks: Mutex::new(Vec::new()),
             leaf: None,
+            trace: super::anomaly::capture_trace(),
         }
     }
 
@@ -74,6 +77,7 @@ impl Node {
             num_outputs: 1,
             pre_hooks: Mutex::new(Vec::new()),
             leaf: Some(leaf),
+            trace: None,
         }
     }
 

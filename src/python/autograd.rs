@@ -404,7 +404,53 @@ fn _set_inference_mode(enabled: bool) {
     autograd::grad_mode::set_inference_mode(enabled)
 }
 
+/// `autograd.set_detect_anomaly` core.
+#[pyfunction]
+#[pyo3(signature = (enabled, check_nan=true))]
+fn _set_detect_anomaly(enabled: bool, check_nan: bool) {
+    autograd::anomaly::set_detect_anomaly(enabled, check_nan);
+}
+
+#[pyfunction]
+fn is_anomaly_enabled() -> bool {
+    autograd::anomaly::is_anomaly_enabled()
+}
+
+#[pyfunction]
+fn is_anomaly_check_nan_enabled() -> bool {
+    autograd::anomaly::is_anomaly_check_nan_enabled()
+}
+
+/// Anomaly mode's record of where a node was made: the Python stack, as PyTorch shows it.
+fn capture_python_stack() -> Option<String> {
+    Python::attach(|py| {
+        let frames = py
+            .import("traceback")
+            .ok()?
+            .call_method0("format_stack")
+            .ok()?;
+        let lines: Vec<String> = frames.extract().ok()?;
+        Some(lines.concat())
+    })
+}
+
+/// Anomaly mode's report of a failing node: a UserWarning, as in PyTorch.
+fn warn_anomaly(msg: &str) {
+    Python::attach(|py| {
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        let text = std::ffi::CString::new(msg.replace('\0', " ")).unwrap_or_default();
+        // A failed warning (e.g. warnings turned into errors) must not hide the real error.
+        if let Err(e) = PyErr::warn(py, &category, &text, 1) {
+            e.write_unraisable(py, None);
+        }
+    });
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    autograd::anomaly::set_hooks(capture_python_stack, warn_anomaly);
+    m.add_function(wrap_pyfunction!(_set_detect_anomaly, m)?)?;
+    m.add_function(wrap_pyfunction!(is_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
     m.add_class::<PyNode>()?;
     m.add_class::<PyHookHandle>()?;
     m.add_class::<PySavedOutput>()?;

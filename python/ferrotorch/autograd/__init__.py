@@ -2,6 +2,12 @@
 
 from ferrotorch import _C
 from ferrotorch.autograd import functional  # noqa: F401
+from ferrotorch.autograd.anomaly_mode import (  # noqa: F401
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from ferrotorch.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from ferrotorch.autograd.grad_mode import (  # noqa: F401
     enable_grad,
