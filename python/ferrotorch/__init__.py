@@ -94,3 +94,9 @@ from ferrotorch._deterministic import *  # noqa: E402,F403 use_deterministic_alg
 from ferrotorch._storage import TypedStorage, UntypedStorage  # noqa: E402 Tensor.untyped_storage
 from ferrotorch._default_device import get_default_device, set_default_device  # noqa: E402
 from ferrotorch import distributed, multiprocessing  # noqa: E402
+from ferrotorch import _memory_format  # noqa: E402 memory formats, layouts, memory_format=
+_memory_format._install()
+from ferrotorch._memory_format import (  # noqa: E402
+    channels_last, channels_last_3d, contiguous_format, layout, memory_format, preserve_format,
+    strided,
+)
