@@ -100,3 +100,6 @@ from ferrotorch._memory_format import (  # noqa: E402
     channels_last, channels_last_3d, contiguous_format, layout, memory_format, preserve_format,
     strided,
 )
+from ferrotorch import _api_gaps3  # noqa: E402 torch.dropout & co., torch.<op>_, *_copy, new...
+_api_gaps3._install()
+linalg._install_linalg_errors()  # noqa: E402 torch.linalg.LinAlgError from the solvers

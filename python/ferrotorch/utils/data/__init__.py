@@ -6,7 +6,8 @@ from ferrotorch.utils.data.dataset import (  # noqa: F401
     random_split,
 )
 from ferrotorch.utils.data.sampler import (  # noqa: F401
-    BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
+    BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler,
+    SubsetRandomSampler,
     WeightedRandomSampler,
 )
 from ferrotorch.utils.data._utils.collate import default_collate, default_convert  # noqa: F401
