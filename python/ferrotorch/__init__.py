@@ -103,3 +103,4 @@ from ferrotorch._memory_format import (  # noqa: E402
 from ferrotorch import _api_gaps3  # noqa: E402 torch.dropout & co., torch.<op>_, *_copy, new...
 _api_gaps3._install()
 linalg._install_linalg_errors()  # noqa: E402 torch.linalg.LinAlgError from the solvers
+from ferrotorch import accelerator  # noqa: E402 torch.accelerator (CUDA)

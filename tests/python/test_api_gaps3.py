@@ -432,3 +432,20 @@ def test_against_torch():
     theirs = pt.nn.utils.fuse_conv_bn_eval(conv, bn)
     np.testing.assert_allclose(arr(ours.weight), theirs.weight.detach().numpy(), rtol=1e-5)
     np.testing.assert_allclose(arr(ours.bias), theirs.bias.detach().numpy(), rtol=1e-5)
+
+
+def test_accelerator_module():
+    acc = torch.accelerator
+    assert acc.is_available() == torch.cuda.is_available()
+    assert acc.device_count() == torch.cuda.device_count()
+    cur = acc.current_accelerator()
+    assert cur is None or cur.type == "cuda"
+    if not torch.cuda.is_available():
+        assert acc.current_accelerator(check_available=True) is None
+        with pytest.raises(RuntimeError):
+            acc.current_device_index()
+    else:
+        assert acc.current_accelerator(check_available=True).type == "cuda"
+        with acc.device_index(0):
+            assert acc.current_device_index() == 0
+        acc.synchronize()
