@@ -449,3 +449,32 @@ def test_accelerator_module():
         with acc.device_index(0):
             assert acc.current_device_index() == 0
         acc.synchronize()
+
+
+def test_set_default_tensor_type():
+    old = torch.get_default_dtype()
+    try:
+        with pytest.warns(UserWarning, match="deprecated"):
+            torch.set_default_tensor_type(torch.DoubleTensor)
+        assert torch.ones(1).dtype == torch.float64
+        with pytest.warns(UserWarning):
+            torch.set_default_tensor_type("torch.FloatTensor")
+        assert torch.ones(1).dtype == torch.float32
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="floating-point"):
+            torch.set_default_tensor_type(torch.LongTensor)
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="floating-point"):
+            torch.set_default_tensor_type(3)
+        assert torch.get_default_device().type == "cpu"
+    finally:
+        torch.set_default_dtype(old)
+
+
+def test_cpu_module():
+    assert torch.cpu.is_available() and torch.cpu.device_count() == 1
+    assert torch.cpu.current_device() == "cpu"
+    assert torch.cpu.synchronize() is None
+    with pytest.warns(FutureWarning):
+        ctx = torch.cpu.amp.autocast()
+    with ctx:
+        y = torch.nn.functional.linear(torch.randn(2, 3), torch.randn(4, 3))
+    assert y.dtype == torch.bfloat16
