@@ -517,3 +517,60 @@ def _install():
                  "is_mtia"):
         if not hasattr(Tensor, name):
             setattr(Tensor, name, _false_flag(name))
+
+
+# ------------------------------------------------------------------ frombuffer
+_NP_DTYPES = {"float32": "float32", "float64": "float64", "float16": "float16",
+              "int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8",
+              "uint8": "uint8", "bool": "bool"}
+_warned_readonly = [False]
+
+
+@_export
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor sharing memory with an object that implements the buffer protocol
+    (``bytearray``, ``memoryview``, ``array.array``...): ``count`` elements of ``dtype`` from
+    byte ``offset`` (``count=-1``: all the rest). Writes through either side are seen by the
+    other."""
+    import warnings
+
+    import numpy as np
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    name = str(dtype).rsplit(".", 1)[-1]
+    if name not in _NP_DTYPES:
+        raise TypeError(f"frombuffer: dtype {dtype} is not supported")
+    npdt = np.dtype(_NP_DTYPES[name])
+    length = view.nbytes
+    elsize = npdt.itemsize
+    if length <= 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % elsize != 0:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                             f"bytes) must be a multiple of element size ({elsize})")
+        count = (length - offset) // elsize
+    elif offset + count * elsize > length:
+        raise ValueError(f"requested buffer length ({count} * {elsize} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    if view.readonly and not _warned_readonly[0]:
+        _warned_readonly[0] = True
+        warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means you can write to the underlying "
+                      "(supposedly non-writable) buffer using the tensor. You may want to copy "
+                      "the buffer to protect its data or make it writable before converting it "
+                      "to a tensor. This type of warning will be suppressed for the rest of "
+                      "this program.", UserWarning, stacklevel=2)
+    arr = np.frombuffer(view.cast("B"), dtype=npdt, count=count, offset=offset)
+    if view.readonly:
+        arr.flags.writeable = False
+    t = _C.from_numpy(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

@@ -399,7 +399,7 @@ def test_against_torch():
         np.testing.assert_allclose(arr(getattr(torch, name)(x)), getattr(pt, name)(tx).numpy(),
                                    rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(arr(torch.rsub(x, 2.0, alpha=3)),
-                               pt.rsub(tx, 2.0, alpha=3).numpy(), rtol=1e-6)
+                               pt.rsub(tx, 2.0, alpha=3).numpy(), rtol=1e-6, atol=1e-6)
     idx = [4, 7, 0, -1, 9]
     for r, tr in zip(torch.unravel_index(torch.tensor(idx), (2, 4)),
                      pt.unravel_index(pt.tensor(idx), (2, 4))):
@@ -478,3 +478,36 @@ def test_cpu_module():
     with ctx:
         y = torch.nn.functional.linear(torch.randn(2, 3), torch.randn(4, 3))
     assert y.dtype == torch.bfloat16
+
+
+def test_frombuffer():
+    import array
+    b = bytearray(10)
+    x = torch.frombuffer(b, dtype=torch.int16, count=2, offset=2)
+    assert x.dtype == torch.int16 and x.shape == (2,)
+    b[2] = 1
+    assert x.tolist() == [1, 0]  # shares memory with the buffer
+    x[1] = 3
+    assert b[4] == 3
+    a = array.array("f", [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(arr(torch.frombuffer(a, dtype=torch.float32)), [1, 2, 3])
+    np.testing.assert_array_equal(
+        arr(torch.frombuffer(np.arange(4, dtype=np.int64).tobytes(), dtype=torch.int64)),
+        np.arange(4))
+    for kw, msg in ((dict(dtype=torch.float32), "multiple of element size"),
+                    (dict(dtype=torch.uint8, offset=10), "offset"),
+                    (dict(dtype=torch.float32, count=3), "must not be greater"),
+                    (dict(dtype=torch.uint8, count=0), "must not be 0")):
+        with pytest.raises(ValueError, match=msg):
+            torch.frombuffer(b, **kw)
+    with pytest.raises(ValueError, match="buffer protocol"):
+        torch.frombuffer([1, 2], dtype=torch.uint8)
+
+
+def test_frombuffer_against_torch():
+    pt = pytest.importorskip("torch")
+    data = np.random.randn(6).astype(np.float32).tobytes()
+    for kw in (dict(), dict(count=2, offset=8)):
+        np.testing.assert_array_equal(
+            arr(torch.frombuffer(bytearray(data), dtype=torch.float32, **kw)),
+            pt.frombuffer(bytearray(data), dtype=pt.float32, **kw).numpy())
