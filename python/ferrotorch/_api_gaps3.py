@@ -574,3 +574,51 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+# ------------------------------------------------------------------ index_reduce
+_INDEX_REDUCE_OPS = ("prod", "mean", "amax", "amin")
+
+
+def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    """``Tensor.index_reduce``: reduce the slices of ``source`` into ``self`` at positions
+    ``index`` along ``dim`` with ``reduce`` (``prod``, ``mean``, ``amax``, ``amin``),
+    including ``self``'s values unless ``include_self=False`` (a scatter_reduce)."""
+    if reduce not in _INDEX_REDUCE_OPS:
+        raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    if index.dim() > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    nd = builtins.max(self.dim(), 1)
+    d = dim % nd
+    if source.dim() and source.shape[d] != index.numel():
+        raise IndexError("index_reduce_(): Number of indices should be equal to "
+                         "source.size(dim)")
+    if self.dtype != source.dtype:
+        raise RuntimeError("index_reduce_(): self and source must have the same scalar type")
+    if source.dim() == 0:
+        return self.scatter_reduce(d, index.reshape(()), source, reduce,
+                                   include_self=include_self)
+    view = [1] * source.dim()
+    view[d] = -1
+    idx = index.reshape(view).expand(*source.shape)
+    return self.scatter_reduce(d, idx, source, reduce, include_self=include_self)
+
+
+def _index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    self.copy_(_index_reduce(self, dim, index, source, reduce, include_self=include_self))
+    return self
+
+
+@_export
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    r = _index_reduce(input, dim, index, source, reduce, include_self=include_self)
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+if not hasattr(Tensor, "index_reduce"):
+    Tensor.index_reduce = _index_reduce
+    Tensor.index_reduce_ = _index_reduce_

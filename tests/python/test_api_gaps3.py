@@ -480,6 +480,7 @@ def test_cpu_module():
     assert y.dtype == torch.bfloat16
 
 
+@pytest.mark.filterwarnings("ignore:The given buffer is not writable")
 def test_frombuffer():
     import array
     b = bytearray(10)
@@ -511,3 +512,53 @@ def test_frombuffer_against_torch():
         np.testing.assert_array_equal(
             arr(torch.frombuffer(bytearray(data), dtype=torch.float32, **kw)),
             pt.frombuffer(bytearray(data), dtype=pt.float32, **kw).numpy())
+
+
+def _np_index_reduce(x, dim, index, src, reduce, include_self):
+    out = x.copy()
+    xm, sm, om = (np.moveaxis(a, dim, 0) for a in (x, src, out))
+    for row in set(index.tolist()):
+        vals = [sm[j] for j, i in enumerate(index) if i == row]
+        if include_self:
+            vals = [xm[row]] + vals
+        stack = np.stack(vals)
+        om[row] = {"prod": np.prod, "mean": np.mean, "amax": np.max,
+                   "amin": np.min}[reduce](stack, axis=0)
+    return out
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(reduce, include_self):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    src = rng.standard_normal((5, 3)).astype(np.float32)
+    index = np.array([0, 2, 0, 3, 2])
+    got = torch.tensor(x).index_reduce(0, torch.tensor(index), torch.tensor(src), reduce,
+                                       include_self=include_self)
+    np.testing.assert_allclose(arr(got), _np_index_reduce(x, 0, index, src, reduce,
+                                                          include_self), rtol=1e-5)
+    src1 = rng.standard_normal((4, 2)).astype(np.float32)
+    got1 = torch.index_reduce(torch.tensor(x), 1, torch.tensor([2, 2]), torch.tensor(src1),
+                              reduce, include_self=include_self)
+    np.testing.assert_allclose(arr(got1), _np_index_reduce(x, 1, np.array([2, 2]), src1, reduce,
+                                                           include_self), rtol=1e-5)
+    t = torch.tensor(x)
+    assert t.index_reduce_(0, torch.tensor(index), torch.tensor(src), reduce,
+                           include_self=include_self) is t
+
+
+def test_index_reduce_errors_and_torch():
+    x = torch.ones(3, 2)
+    with pytest.raises(RuntimeError, match="Expected reduce to be one of"):
+        x.index_reduce(0, torch.tensor([0]), torch.ones(1, 2), "sum")
+    pt = pytest.importorskip("torch")
+    a = np.random.randn(3, 2).astype(np.float32)
+    s = np.random.randn(3, 2).astype(np.float32)
+    for r in ("prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            np.testing.assert_allclose(
+                arr(torch.tensor(a).index_reduce(0, torch.tensor([0, 2, 0]), torch.tensor(s), r,
+                                                 include_self=inc)),
+                pt.tensor(a).index_reduce(0, pt.tensor([0, 2, 0]), pt.tensor(s), r,
+                                          include_self=inc).numpy(), rtol=1e-5)
