@@ -622,3 +622,68 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
 if not hasattr(Tensor, "index_reduce"):
     Tensor.index_reduce = _index_reduce
     Tensor.index_reduce_ = _index_reduce_
+
+
+# ------------------------------------------------------------------ randomized low-rank SVD/PCA
+def _approximate_basis(A, q, niter=2, M=None):
+    """Halko et al. (2009), algorithm 4.4: an orthonormal ``(..., m, q)`` basis approximating
+    the range of ``A - M`` (PyTorch's ``get_approximate_basis``)."""
+    niter = 2 if niter is None else niter
+    dtype = A.dtype if A.is_floating_point() else _C.get_default_dtype()
+    R = _C.randn(A.shape[-1], q, dtype=dtype, device=A.device)
+    X = A.matmul(R)
+    if M is not None:
+        X = X - M.matmul(R)
+    Q = _ft.linalg.qr(X).Q
+    for _ in range(niter):
+        X = A.mH.matmul(Q)
+        if M is not None:
+            X = X - M.mH.matmul(Q)
+        Q = _ft.linalg.qr(X).Q
+        X = A.matmul(Q)
+        if M is not None:
+            X = X - M.matmul(Q)
+        Q = _ft.linalg.qr(X).Q
+    return Q
+
+
+@_export
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """Randomized rank-``q`` SVD of ``A - M`` (``A`` of shape ``(..., m, n)``):
+    ``(U, S, V)`` with ``A - M ≈ U diag(S) V^H`` (Halko et al., 2009; PyTorch's algorithm)."""
+    q = 6 if q is None else q
+    m, n = A.shape[-2:]
+    if M is not None:
+        M = M.broadcast_to(tuple(A.shape))
+    if m < n:
+        A = A.mH
+        if M is not None:
+            M = M.mH
+    Q = _approximate_basis(A, q, niter=niter, M=M)
+    B = Q.mH.matmul(A)
+    if M is not None:
+        B = B - Q.mH.matmul(M)
+    U, S, Vh = _ft.linalg.svd(B, full_matrices=False)
+    V = Vh.mH
+    U = Q.matmul(U)
+    if m < n:
+        U, V = V, U
+    return U, S, V
+
+
+@_export
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """Randomized PCA of the rows of ``A`` (``(..., m, n)``): ``(U, S, V)`` of the (centred,
+    when ``center``) matrix; ``V[:, :k]`` are the principal directions."""
+    m, n = A.shape[-2:]
+    if q is None:
+        q = builtins.min(6, m, n)
+    elif not (q >= 0 and q <= builtins.min(m, n)):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
+                         f"min(m, n)={builtins.min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not center:
+        return svd_lowrank(A, q, niter=niter, M=None)
+    C = A.mean(dim=(-2,), keepdim=True)
+    return svd_lowrank(A - C, q, niter=niter, M=None)

@@ -562,3 +562,27 @@ def test_index_reduce_errors_and_torch():
                                                  include_self=inc)),
                 pt.tensor(a).index_reduce(0, pt.tensor([0, 2, 0]), pt.tensor(s), r,
                                           include_self=inc).numpy(), rtol=1e-5)
+
+
+def test_svd_pca_lowrank():
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((20, 3)) @ rng.standard_normal((3, 12))).astype(np.float64)
+    A = torch.tensor(a)
+    U, S, V = torch.svd_lowrank(A, q=4)
+    assert U.shape == (20, 4) and S.shape == (4,) and V.shape == (12, 4)
+    np.testing.assert_allclose(arr(S)[:3], np.linalg.svd(a, compute_uv=False)[:3], rtol=1e-8)
+    np.testing.assert_allclose(arr(U @ torch.diag(S) @ V.mT), a, atol=1e-8)
+    Ut, St, Vt = torch.svd_lowrank(A.mT, q=3)  # m < n path
+    np.testing.assert_allclose(arr(Ut @ torch.diag(St) @ Vt.mT), a.T, atol=1e-8)
+    U, S, V = torch.pca_lowrank(A, q=3)
+    centred = a - a.mean(0, keepdims=True)
+    np.testing.assert_allclose(arr(S), np.linalg.svd(centred, compute_uv=False)[:3], rtol=1e-8)
+    np.testing.assert_allclose(arr(U @ torch.diag(S) @ V.mT), centred, atol=1e-8)
+    _, S_nc, _ = torch.pca_lowrank(A, q=3, center=False)
+    np.testing.assert_allclose(arr(S_nc), np.linalg.svd(a, compute_uv=False)[:3], rtol=1e-8)
+    with pytest.raises(ValueError, match="must be non-negative integer"):
+        torch.pca_lowrank(A, q=13)
+    x = torch.tensor(a, requires_grad=True)
+    torch.svd_lowrank(x, q=3)[1].sum().backward()
+    assert x.grad.shape == (20, 12)
