@@ -106,3 +106,5 @@ linalg._install_linalg_errors()  # noqa: E402 torch.linalg.LinAlgError from the 
 from ferrotorch import accelerator  # noqa: E402 torch.accelerator (CUDA)
 from ferrotorch._legacy_tensor import set_default_tensor_type  # noqa: E402
 from ferrotorch import cpu  # noqa: E402,F811 torch.cpu (device module, cpu.amp)
+from ferrotorch import compiler  # noqa: E402 torch.compiler (is_compiling, disable...)
+from ferrotorch.amp import GradScaler  # noqa: E402 torch.GradScaler

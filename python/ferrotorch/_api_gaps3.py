@@ -331,7 +331,8 @@ _INPLACE = ("abs_ acos_ acosh_ asin_ asinh_ atan_ atanh_ arccos_ arccosh_ arcsin
             "arctan_ arctanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ "
             "erf_ erfc_ exp2_ exp_ expm1_ fix_ floor_ frac_ gcd_ i0_ lcm_ ldexp_ log10_ log1p_ "
             "log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ round_ rsqrt_ "
-            "sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_").split()
+            "sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_ addmv_ index_put_ "
+            "resize_as_").split()
 
 
 def _make_inplace_fn(name):
@@ -469,10 +470,6 @@ def _mvlgamma_(self, p):
 
 
 def _install():
-    for name in _INPLACE:
-        if not hasattr(_ft, name) and hasattr(Tensor, name):
-            setattr(_ft, name, _make_inplace_fn(name))
-            __all__.append(name)
     helpers = {"view": _view, "expand": _expand, "unfold": _unfold, "alias": _alias,
                "split_with_sizes": _split_with_sizes}
     for v in _VIEWS:
@@ -517,6 +514,10 @@ def _install():
                  "is_mtia"):
         if not hasattr(Tensor, name):
             setattr(Tensor, name, _false_flag(name))
+    for name in _INPLACE:
+        if not hasattr(_ft, name) and hasattr(Tensor, name):
+            setattr(_ft, name, _make_inplace_fn(name))
+            __all__.append(name)
 
 
 # ------------------------------------------------------------------ frombuffer

@@ -586,3 +586,29 @@ def test_svd_pca_lowrank():
     x = torch.tensor(a, requires_grad=True)
     torch.svd_lowrank(x, q=3)[1].sum().backward()
     assert x.grad.shape == (20, 12)
+
+
+def test_compiler_module_and_aliases():
+    assert torch.compiler.is_compiling() is False
+    assert torch.compiler.is_dynamo_compiling() is False
+
+    @torch.compiler.disable
+    def f(x):
+        return x + 1
+
+    @torch.compiler.disable(recursive=False)
+    def g(x):
+        return x * 2
+
+    assert f(1) == 2 and g(3) == 6
+    assert torch.compiler.allow_in_graph(f) is f
+    assert torch.compiler.reset() is None
+    assert torch.compiler.compile is torch.compile
+    assert torch.GradScaler is torch.amp.GradScaler
+    x = torch.tensor([0.0, 1.0])
+    assert torch.i0_(x) is x
+    np.testing.assert_allclose(arr(x), np.i0([0.0, 1.0]), rtol=1e-6)
+    y = torch.tensor([0.25])
+    torch.logit_(y)
+    np.testing.assert_allclose(arr(y), [np.log(1 / 3)], rtol=1e-6)
+    assert torch.utils.data.distributed.DistributedSampler is torch.utils.data.DistributedSampler
