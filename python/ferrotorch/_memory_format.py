@@ -184,10 +184,11 @@ def _with_strides(t, sizes, strides):
 def _preserve_copy(t):
     """``clone(memory_format=torch.preserve_format)``: same strides when ``t`` is dense and
     non-overlapping, else the suggested format (channels-last or contiguous)."""
-    sizes, strides = tuple(t.shape), t.stride()
     if _orig_is_contiguous(t):
         out = _orig_clone(t)
-        return out if out.stride() == strides else out.as_strided(sizes, strides)
+        strides = t.stride()
+        return out if out.stride() == strides else out.as_strided(tuple(t.shape), strides)
+    sizes, strides = tuple(t.shape), t.stride()
     if _non_overlapping_and_dense(sizes, strides):
         return _with_strides(t, sizes, strides)
     return _to_format(t, _suggest(t), True)
