@@ -99,3 +99,17 @@ from ferrotorch._deterministic import *  # noqa: E402,F403 use_deterministic_alg
 from ferrotorch._storage import TypedStorage, UntypedStorage  # noqa: E402 Tensor.untyped_storage
 from ferrotorch._default_device import get_default_device, set_default_device  # noqa: E402
 from ferrotorch import distributed, multiprocessing  # noqa: E402
+from ferrotorch import _memory_format  # noqa: E402 memory formats, layouts, memory_format=
+_memory_format._install()
+from ferrotorch._memory_format import (  # noqa: E402
+    channels_last, channels_last_3d, contiguous_format, layout, memory_format, preserve_format,
+    strided,
+)
+from ferrotorch import _api_gaps3  # noqa: E402 torch.dropout & co., torch.<op>_, *_copy, new...
+_api_gaps3._install()
+linalg._install_linalg_errors()  # noqa: E402 torch.linalg.LinAlgError from the solvers
+from ferrotorch import accelerator  # noqa: E402 torch.accelerator (CUDA)
+from ferrotorch._legacy_tensor import set_default_tensor_type  # noqa: E402
+from ferrotorch import cpu  # noqa: E402,F811 torch.cpu (device module, cpu.amp)
+from ferrotorch import compiler  # noqa: E402 torch.compiler (is_compiling, disable...)
+from ferrotorch.amp import GradScaler  # noqa: E402 torch.GradScaler

@@ -710,7 +710,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 
 def narrow_copy(input, dim, start, length, *, out=None):
     """``input.narrow(dim, start, length)`` as a new (contiguous) tensor."""
-    return _out(input.narrow(dim, start, length).clone(), out)
+    return _out(input.narrow(dim, start, length).clone(memory_format=_ft.contiguous_format), out)
 
 
 def _sum_to_size(self, *size):

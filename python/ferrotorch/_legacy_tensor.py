@@ -87,3 +87,38 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
 
 
 Tensor.type = _type
+
+
+_default_from_tensor_type = [False]  # whether the default device is CUDA because of a type
+
+
+def set_default_tensor_type(t):
+    """Deprecated ``torch.set_default_tensor_type``: ``t`` (a floating legacy class such as
+    ``torch.DoubleTensor``/``torch.cuda.FloatTensor`` or its name) sets the default dtype and,
+    for a CUDA type, makes factories create CUDA tensors."""
+    import warnings
+
+    import ferrotorch
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        try:
+            resolved = _resolve(t)
+        except ValueError:
+            raise ModuleNotFoundError(f"No module named '{t.rsplit('.', 1)[0]}'") from None
+    else:
+        resolved = _resolve(t)
+        if resolved is None:
+            raise TypeError("invalid type object: only floating-point types are supported as "
+                            "the default type")
+    dt, device_type = resolved
+    if not dt.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _C.set_default_dtype(dt)
+    if device_type == "cuda":
+        ferrotorch.set_default_device("cuda")
+        _default_from_tensor_type[0] = True
+    elif _default_from_tensor_type[0]:
+        ferrotorch.set_default_device(None)
+        _default_from_tensor_type[0] = False

@@ -760,3 +760,55 @@ Tensor.qr = lambda self, some=True: _torch_qr(self, some)
 Tensor.lu = lambda self, pivot=True, get_infos=False: _torch_lu(self, pivot, get_infos)
 Tensor.lu_solve = lambda self, LU_data, LU_pivots: _torch_lu_solve(self, LU_data, LU_pivots)
 Tensor.matrix_exp = lambda self: matrix_exp(self)
+
+
+# ------------------------------------------------------------------ LinAlgError
+class LinAlgError(RuntimeError):
+    """Raised by the ``linalg`` functions when a decomposition or solve fails on its input (a
+    singular or non-positive-definite matrix, no convergence); a ``RuntimeError``, as
+    PyTorch's ``torch.linalg.LinAlgError``."""
+
+
+_LINALG_FAILURES = ("singular", "not positive-definite", "failed to converge",
+                    "could not be completed", "did not converge")
+
+
+def _raising_linalg_error(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except LinAlgError:
+            raise
+        except RuntimeError as e:
+            msg = str(e)
+            if any(s in msg for s in _LINALG_FAILURES):
+                raise LinAlgError(msg) from None
+            raise
+
+    return wrapper
+
+
+def _install_linalg_errors():
+    import ferrotorch as _ft
+    g = globals()
+    for name in ("solve", "inv", "cholesky", "lu_factor", "lu_solve", "solve_triangular",
+                 "tensorinv", "tensorsolve", "svd", "svdvals", "eigh", "eigvalsh", "pinv",
+                 "lstsq", "matrix_rank", "cond", "matrix_power", "det", "slogdet", "qr",
+                 "lu", "multi_dot", "matrix_exp"):
+        if callable(g.get(name)):
+            g[name] = _raising_linalg_error(g[name])
+    for name in ("inverse", "cholesky", "cholesky_inverse", "cholesky_solve", "lu", "lu_solve",
+                 "svd", "triangular_solve", "det", "logdet", "slogdet", "pinverse"):
+        if callable(getattr(_ft, name, None)):
+            setattr(_ft, name, _raising_linalg_error(getattr(_ft, name)))
+    for name in ("inverse", "cholesky", "cholesky_inverse", "cholesky_solve", "lu", "lu_solve",
+                 "det", "logdet", "slogdet", "pinverse", "svd", "triangular_solve"):
+        meth = getattr(_C.Tensor, name, None)
+        if callable(meth):
+            setattr(_C.Tensor, name, _raising_linalg_error(meth))
+
+
+__all__.append("LinAlgError")

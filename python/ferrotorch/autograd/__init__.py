@@ -54,3 +54,39 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     for t, g in zip(ts, gs):
         t.backward(g, retain_graph=True if len(ts) > 1 else retain_graph,
                    create_graph=create_graph, inputs=inputs)
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """Legacy ``torch.autograd.Variable``: ``Variable(tensor, requires_grad=False)`` returns a
+    plain Tensor, a detached alias of ``tensor`` (sharing its data) with ``requires_grad`` set;
+    ``Variable()`` is an empty tensor. Every Tensor is an instance of ``Variable``."""
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False, _grad_fn=None, name=None):
+        if volatile:
+            import warnings
+            warnings.warn("volatile was removed (Variable.volatile is always False)",
+                          UserWarning, stacklevel=2)
+        if data is None:
+            var = _C.empty(0)
+        elif isinstance(data, Tensor):
+            var = data.detach()
+        else:
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        if requires_grad:
+            var.requires_grad_(True)
+        return var
+
+
+import types as _types  # noqa: E402
+
+variable = _types.ModuleType("ferrotorch.autograd.variable",
+                             "Legacy ``torch.autograd.variable``: holds ``Variable``.")
+variable.Variable = Variable
+import sys as _sys  # noqa: E402
+
+_sys.modules.setdefault("ferrotorch.autograd.variable", variable)

@@ -16,7 +16,9 @@ from ferrotorch.nn.modules.dropout import (  # noqa: F401
 from ferrotorch.nn.modules.pooling import *  # noqa: F401,F403
 from ferrotorch.nn.modules.upsampling import *  # noqa: F401,F403
 from ferrotorch.nn.modules.pixelshuffle import *  # noqa: F401,F403
-from ferrotorch.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from ferrotorch.nn.modules.batchnorm import (  # noqa: F401
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm,
+)
 from ferrotorch.nn.modules.instancenorm import (  # noqa: F401
     InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
 )

@@ -136,6 +136,62 @@ class BatchNorm3d(_BatchNorm):
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
 
 
+class SyncBatchNorm(_BatchNorm):
+    r"""Batch normalisation whose batch statistics are synchronised across the processes of a
+    distributed group in training. Without an initialised multi-process group (a single
+    process) it is exactly :class:`BatchNorm` over any ``(N, C, ...)`` input, as PyTorch's
+    fallback; ``convert_sync_batchnorm`` swaps it in for the BatchNorm layers of a model."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+                         device=device, dtype=dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def _check_non_zero_input_channels(self, input):
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        self._check_non_zero_input_channels(input)
+        import ferrotorch.distributed as dist
+        if (self.training and dist.is_available() and dist.is_initialized()
+                and dist.get_world_size(self.process_group) > 1):
+            raise NotImplementedError(
+                "SyncBatchNorm: synchronising batch statistics across processes needs "
+                "collective ops, which ferrotorch.distributed does not provide")
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every ``BatchNorm*d`` (recursively) replaced by a SyncBatchNorm
+        sharing its parameters and buffers."""
+        module_output = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            module_output = SyncBatchNorm(module.num_features, module.eps, module.momentum,
+                                          module.affine, module.track_running_stats,
+                                          process_group)
+            if module.affine:
+                with ferrotorch.no_grad():
+                    module_output.weight = module.weight
+                    module_output.bias = module.bias
+            module_output.running_mean = module.running_mean
+            module_output.running_var = module.running_var
+            module_output.num_batches_tracked = module.num_batches_tracked
+            module_output.training = module.training
+            if hasattr(module, "qconfig"):
+                module_output.qconfig = module.qconfig
+        for name, child in module.named_children():
+            module_output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return module_output
+
+
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     r"""``num_features`` inferred from dimension 1 of the first input."""
 

@@ -494,5 +494,21 @@ class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
         return 2
 
 
+class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
+    r"""A :class:`ConvTranspose3d` whose ``in_channels`` is inferred from the first input."""
+
+    cls_to_become = ConvTranspose3d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode, device=device, dtype=dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+    def _get_num_spatial_dims(self):
+        return 3
+
+
 __all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
-            "LazyConvTranspose2d"]
+            "LazyConvTranspose2d", "LazyConvTranspose3d"]

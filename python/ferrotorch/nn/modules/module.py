@@ -464,7 +464,7 @@ class Module:
         device = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
         kwargs.pop("copy", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {list(kwargs)}")
         for a in args:
@@ -490,6 +490,8 @@ class Module:
                 t = t.to(device)
             if dtype is not None and t.is_floating_point() and t.dtype != dtype:
                 t = t.to(dtype)
+            if memory_format is not None and t.dim() in (4, 5):
+                t = t.to(memory_format=memory_format)  # 4-D/5-D tensors only, as PyTorch
             return t
 
         return self._apply(convert)

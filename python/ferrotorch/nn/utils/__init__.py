@@ -16,3 +16,12 @@ from ferrotorch.nn.utils.spectral_norm import (  # noqa: F401,E402
     remove_spectral_norm, spectral_norm,
 )
 from ferrotorch.nn.utils.init import skip_init  # noqa: F401,E402
+from ferrotorch.nn.utils import fusion  # noqa: F401,E402
+from ferrotorch.nn.utils.fusion import (  # noqa: F401,E402
+    fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights,
+)
+from ferrotorch.nn.utils import memory_format  # noqa: F401,E402
+from ferrotorch.nn.utils.memory_format import (  # noqa: F401,E402
+    convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format,
+)
+from ferrotorch.nn.utils.clip_grad import clip_grads_with_norm_  # noqa: F401,E402

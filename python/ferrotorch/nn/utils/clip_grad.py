@@ -75,3 +75,19 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
             lo = _C.tensor(-clip_value, dtype=g.dtype, device=g.device)
             hi = _C.tensor(clip_value, dtype=g.dtype, device=g.device)
             g.copy_(g.maximum(lo).minimum(hi))
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    r"""Scale the gradients of ``parameters`` in place by ``max_norm / (total_norm + 1e-6)``,
+    clamped to at most 1 (``total_norm`` from ``get_total_norm``); returns None."""
+    grads = _grads(parameters)
+    if not grads:
+        return None
+    if isinstance(total_norm, _C.Tensor):
+        coef = (float(max_norm) / (total_norm.detach() + 1e-6)).clamp(max=1.0)
+    else:
+        coef = _C.tensor(min(float(max_norm) / (float(total_norm) + 1e-6), 1.0))
+    with no_grad():
+        for g in grads:
+            g.mul_(coef.to(device=g.device, dtype=g.dtype))
+    return None
