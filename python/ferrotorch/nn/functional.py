@@ -2184,6 +2184,198 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return (out.sign() * relu(out.abs())).mul(kd * kw * kh).pow(1.0 / norm_type)
 
 
+# ---------------------------------------------------------------------------- fractional max pool
+def _fmp_rounder(dtype):
+    """Rounds float64 numpy arrays the way PyTorch's CPU kernel rounds its ``scalar_t``
+    arithmetic (float32 ops; half / bfloat16 ops go through float32, then round)."""
+    import numpy as np
+
+    if dtype == _C.float64:
+        return lambda a: np.asarray(a, dtype=np.float64)
+    if dtype == _C.float16:
+        return lambda a: (np.asarray(a, dtype=np.float64).astype(np.float32)
+                          .astype(np.float16).astype(np.float64))
+
+    if dtype == _C.bfloat16:
+        def bf16(a):
+            u = np.asarray(a, dtype=np.float64).astype(np.float32).view(np.uint32)
+            u = ((u.astype(np.uint64) + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000)
+            return u.astype(np.uint32).view(np.float32).astype(np.float64)
+        return bf16
+    return lambda a: np.asarray(a, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+def _fmp_intervals(samples, in_size, out_size, pool, rnd):
+    """PyTorch's ``generate_intervals``: the window starts along one dim for each plane's
+    sample (``samples``: float64 array of shape ``(P,)``); returns an int64 ``(P, out)``."""
+    import numpy as np
+
+    seq = np.zeros((samples.shape[0], out_size), dtype=np.int64)
+    if out_size > 1:
+        alpha = rnd(rnd(in_size - pool) / rnd(out_size - 1))
+        i = np.arange(out_size - 1, dtype=np.float64)
+        a = np.trunc(rnd(rnd(rnd(i)[None, :] + samples[:, None]) * alpha))
+        b = np.trunc(rnd(samples * alpha))
+        seq[:, :-1] = (a - b[:, None]).astype(np.int64)
+    if out_size > 0:
+        seq[:, -1] = in_size - pool
+    return seq
+
+
+def _fractional_max_pool(input, kernel_size, output_size, samples, nd):
+    """Shared n-d (2 or 3) fractional max pool: ``(values, int64 indices)`` flat over the
+    spatial dims of each plane, with PyTorch's checks, windows and tie / NaN rules. The
+    windows are found on the host from the samples; the values are a ``gather`` of the
+    input, so autograd routes each output's gradient to its max (accumulating)."""
+    import numpy as np
+
+    name = "fractional_max_pool2d" if nd == 2 else "fractional_max_pool3d"
+    what = "tuple of Ints" if nd == 2 else "tuple of three Ints"
+    ks = [int(kernel_size)] * nd if not isinstance(kernel_size, (list, tuple)) else \
+        [int(k) for k in kernel_size]
+    if len(ks) != nd:
+        raise RuntimeError(f"{name}: kernel_size must either be a single Int or {what}")
+    os_ = [int(output_size)] * nd if not isinstance(output_size, (list, tuple)) else \
+        [int(o) for o in output_size]
+    if len(os_) != nd:
+        raise RuntimeError(f"{name}: output_size must either be a single Int or {what}")
+    pre = "fractional_max_pool2d(): " if nd == 2 else "fractional_max_pool3d_out(): "
+    ndims = input.ndim
+    if ndims not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{pre}Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                           f"{list(input.shape)}")
+    for i in range(1, ndims):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"{pre}Expected input to have non-zero size for non-batch "
+                               f"dimensions, but got{list(input.shape)} with dimension {i} "
+                               "being empty.")
+    batched = ndims == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    n, c = x.shape[0], x.shape[1]
+    sizes = list(x.shape[2:])
+    labels = ["height", "width"] if nd == 2 else ["time", "height", "width"]
+    for lab, o, k, s in zip(labels, os_, ks, sizes):
+        ok = (o + k - 1 <= s) if nd == 2 else (o + k - 1 < s)
+        if not ok:
+            raise RuntimeError(f"{pre}pool {lab} {k} too large relative to input {lab} {s}")
+    if samples.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+    if samples.dtype != input.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.shape[0] < n:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != c:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != nd:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; "
+                           f"got {samples.shape[2]}.")
+    dev = input.device
+    rnd = _fmp_rounder(input.dtype)
+    smp = np.asarray(samples[:n].detach().to(_C.float64).cpu().tolist(),
+                     dtype=np.float64).reshape(n * c, nd)
+    # PyTorch's 2-d kernel takes W from sample 0 and H from sample 1; the 3-d one T, H, W.
+    order = [1, 0] if nd == 2 else [0, 1, 2]
+    strides = [int(np.prod(sizes[d + 1:])) for d in range(nd)]
+    plane = int(np.prod(sizes))
+    base = _C.zeros(n * c, *([1] * (2 * nd)), dtype=_C.int64, device=dev)
+    offs = _C.zeros(*([1] * (1 + 2 * nd)), dtype=_C.int64, device=dev)
+    for d in range(nd):
+        seq = _fmp_intervals(rnd(smp[:, order[d]]), sizes[d], os_[d], ks[d], rnd)
+        if seq.size and (seq.min() < 0 or seq.max() + ks[d] > sizes[d]):
+            raise RuntimeError(f"{name}: _random_samples give windows outside the input")
+        shape = [n * c] + [1] * (2 * nd)
+        shape[1 + d] = os_[d]
+        start = _C.tensor(seq.tolist(), dtype=_C.int64, device=dev).reshape(shape)
+        base = base + start * strides[d]
+        kshape = [1] * (1 + 2 * nd)
+        kshape[1 + nd + d] = ks[d]
+        offs = offs + _C.arange(ks[d], device=dev).reshape(kshape) * strides[d]
+    npos = int(np.prod(os_))
+    kk = int(np.prod(ks))
+    xf = x.reshape(n, c, plane)
+    if kk == 0:  # no taps: PyTorch leaves -inf at the window start
+        idx = base.expand(n * c, *os_, *([1] * nd)).reshape(n, c, npos)
+        out = _C.full((n, c, npos), -math.inf, dtype=x.dtype, device=dev)
+    else:
+        flat = (base + offs).expand(n * c, *os_, *ks).reshape(n, c, npos, kk)
+        win = xf.detach().gather(2, flat.reshape(n, c, npos * kk)).reshape(n, c, npos, kk)
+        k = _C.arange(kk, device=dev)
+        isn = win.isnan()
+        last_nan = (isn.to(_C.int64) * (k + 1)).amax(-1) - 1
+        eq = win == win.amax(-1, keepdim=True)
+        first_max = kk - (eq.to(_C.int64) * (kk - k)).amax(-1)
+        pos = _C.where(isn.any(-1), last_nan, first_max)
+        idx = flat.gather(3, pos.unsqueeze(-1)).squeeze(-1)
+        out = xf.gather(2, idx)
+    out = out.reshape(n, c, *os_)
+    idx = idx.reshape(n, c, *os_)
+    if not batched:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return out, idx
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """2-d fractional max pooling (Graham, 2014) over ``(N, C, H, W)`` or ``(C, H, W)``:
+    ``kernel_size`` windows at pseudo-random starts generated from ``_random_samples``
+    (``(N, C, 2)`` uniform ``[0, 1)``, drawn when ``None``) exactly as PyTorch's kernel
+    does; returns ``(values, indices)`` with indices flat over ``H*W``."""
+    if output_size is None and output_ratio is None:
+        raise ValueError("fractional_max_pool2d requires specifying either an output_size "
+                         "or an output_ratio")
+    if output_size is None:
+        if len(output_ratio) > 2:
+            raise ValueError("fractional_max_pool2d requires output_ratio to either be a "
+                             "single Int or tuple of Ints.")
+        r = tuple(output_ratio) if len(output_ratio) == 2 else (output_ratio[0],) * 2
+        output_size = [int(input.size(-2) * r[0]), int(input.size(-1) * r[1])]
+    if _random_samples is None:
+        n_batch = 1 if input.dim() == 3 else input.size(0)
+        _random_samples = _C.rand(n_batch, input.size(-3), 2, dtype=input.dtype,
+                                  device=input.device)
+    return _fractional_max_pool(input, kernel_size, output_size, _random_samples, 2)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """2-d fractional max pooling (see :func:`fractional_max_pool2d_with_indices`)."""
+    out = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
+                                             return_indices, _random_samples)
+    return out if return_indices else out[0]
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """3-d fractional max pooling over ``(N, C, T, H, W)`` or ``(C, T, H, W)``
+    (``_random_samples``: ``(N, C, 3)``); returns ``(values, indices)`` with indices flat
+    over ``T*H*W``."""
+    if output_size is None and output_ratio is None:
+        raise ValueError("fractional_max_pool3d requires specifying either an output_size "
+                         "or an output_ratio")
+    if output_size is None:
+        r = tuple(output_ratio) if isinstance(output_ratio, (list, tuple)) else \
+            (output_ratio,) * 3
+        output_size = [int(input.size(-3) * r[0]), int(input.size(-2) * r[1]),
+                       int(input.size(-1) * r[2])]
+    if _random_samples is None:
+        n_batch = 1 if input.dim() == 4 else input.size(0)
+        _random_samples = _C.rand(n_batch, input.size(-4), 3, dtype=input.dtype,
+                                  device=input.device)
+    return _fractional_max_pool(input, kernel_size, output_size, _random_samples, 3)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """3-d fractional max pooling (see :func:`fractional_max_pool3d_with_indices`)."""
+    out = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio,
+                                             return_indices, _random_samples)
+    return out if return_indices else out[0]
+
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool2d_with_indices",
+            "fractional_max_pool3d", "fractional_max_pool3d_with_indices"]
+
+
 def _interp_source(in_size, out_size, align_corners, scale, cubic):
     """PyTorch's source coordinates (float64) of each output index along one dim."""
     import numpy as np
