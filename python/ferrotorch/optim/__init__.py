@@ -12,5 +12,6 @@ from ferrotorch.optim.asgd import ASGD  # noqa: F401
 from ferrotorch.optim.adagrad import Adagrad  # noqa: F401
 from ferrotorch.optim.adadelta import Adadelta  # noqa: F401
 from ferrotorch.optim.lbfgs import LBFGS  # noqa: F401
+from ferrotorch.optim.adafactor import Adafactor  # noqa: F401
 from ferrotorch.optim import lr_scheduler  # noqa: F401
 from ferrotorch.optim import swa_utils  # noqa: F401
