@@ -2327,7 +2327,7 @@ def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, out
         if len(output_ratio) > 2:
             raise ValueError("fractional_max_pool2d requires output_ratio to either be a "
                              "single Int or tuple of Ints.")
-        r = tuple(output_ratio) if len(output_ratio) == 2 else (output_ratio[0],) * 2
+        r = tuple(output_ratio)  # (a 1-tuple fails on r[1], as in PyTorch)
         output_size = [int(input.size(-2) * r[0]), int(input.size(-1) * r[1])]
     if _random_samples is None:
         n_batch = 1 if input.dim() == 3 else input.size(0)
