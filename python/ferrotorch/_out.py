@@ -338,3 +338,8 @@ def _install():
             if fn is None or not callable(fn):
                 continue
             setattr(module, name, _with_out(fn, prefix + name))
+    # autocast captured the functions it wraps at import: let it wrap (and restore) these.
+    from ferrotorch.amp import autocast_mode
+
+    autocast_mode._SWAPS.clear()
+    autocast_mode._install_op_lists()

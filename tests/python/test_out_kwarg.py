@@ -344,3 +344,14 @@ def test_scalar_and_grown_results():
     with pytest.raises(RuntimeError, match="Expected out tensor to have dtype long int, but "
                                            "got int instead"):
         torch.argmax(t(M_NP), 1, out=torch.empty(0, dtype=torch.int32))
+
+
+def test_out_survives_autocast_regions():
+    m = t(M_NP)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = torch.empty(0)
+        assert torch.sum(m, 0, out=out) is out
+    out = torch.empty(0)
+    assert torch.sum(m, 0, out=out) is out  # the out= wrapper is back after the region
+    close(out, M_NP.sum(0), 1e-4)
+    assert torch.sum._ft_out_wrapped and torch.matmul._ft_out_wrapped
