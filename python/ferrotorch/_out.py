@@ -331,13 +331,16 @@ def _install():
     import ferrotorch
     from ferrotorch import linalg, special
 
+    wrapped = {}  # id(function) -> its wrapper: aliases (psi/digamma...) stay one object
     for module, names, prefix in ((ferrotorch, TOP_LEVEL, ""), (linalg, LINALG, "linalg_"),
                                   (special, SPECIAL, "special_")):
         for name in names:
             fn = getattr(module, name, None)
             if fn is None or not callable(fn):
                 continue
-            setattr(module, name, _with_out(fn, prefix + name))
+            if id(fn) not in wrapped:
+                wrapped[id(fn)] = (fn, _with_out(fn, prefix + name))
+            setattr(module, name, wrapped[id(fn)][1])
     # autocast captured the functions it wraps at import: let it wrap (and restore) these.
     from ferrotorch.amp import autocast_mode
 
