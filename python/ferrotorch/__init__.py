@@ -113,3 +113,5 @@ from ferrotorch._legacy_tensor import set_default_tensor_type  # noqa: E402
 from ferrotorch import cpu  # noqa: E402,F811 torch.cpu (device module, cpu.amp)
 from ferrotorch import compiler  # noqa: E402 torch.compiler (is_compiling, disable...)
 from ferrotorch.amp import GradScaler  # noqa: E402 torch.GradScaler
+from ferrotorch import _out  # noqa: E402 the out= keyword of torch.add & co. (wraps the above)
+_out._install()

@@ -25,14 +25,15 @@ def reset_default_device():
 
 def test_default_device_starts_cpu_and_unwrapped():
     assert torch.get_default_device() == torch.device("cpu")
-    assert torch.zeros is torch._C.zeros  # no wrapper while the default is the CPU
+    # no default-device wrapper while the default is the CPU (only the out= one, _out.py)
+    assert torch.zeros.__wrapped__ is torch._C.zeros
     assert torch.zeros(2).device == torch.device("cpu")
 
 
 def test_set_default_cpu_keeps_factories_unwrapped(reset_default_device):
     torch.set_default_device("cpu")
     assert torch.get_default_device() == torch.device("cpu")
-    assert torch.ones is torch._C.ones
+    assert torch.ones.__wrapped__ is torch._C.ones
     assert torch.ones(3).tolist() == [1.0, 1.0, 1.0]
 
 
@@ -54,7 +55,7 @@ def test_set_default_cuda_without_gpu(reset_default_device):
     assert torch.zeros_like(x).device == torch.device("cpu")
     assert x.new_zeros(3).device == torch.device("cpu")
     torch.set_default_device(None)
-    assert torch.zeros is torch._C.zeros
+    assert torch.zeros.__wrapped__ is torch._C.zeros
     assert torch.zeros(2).device == torch.device("cpu")
 
 
@@ -70,7 +71,7 @@ def test_device_context_manager_nests_and_restores(reset_default_device):
             assert torch.ones(1).tolist() == [1.0]
         assert torch.get_default_device().type == "cuda"
     assert torch.get_default_device() == torch.device("cpu")
-    assert torch.ones is torch._C.ones
+    assert torch.ones.__wrapped__ is torch._C.ones
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU error path")

@@ -149,7 +149,8 @@ def _wrap(fn, to_float32):
             else:
                 only = None
             args = tuple(_cast(a, dtype, only) for a in args)
-            kwargs = {k: _cast(v, dtype, only) for k, v in kwargs.items()}
+            kwargs = {k: v if k == "out" else _cast(v, dtype, only)  # out= is written into
+                      for k, v in kwargs.items()}
         return fn(*args, **kwargs)
 
     autocast_op.__wrapped_by_autocast__ = fn
