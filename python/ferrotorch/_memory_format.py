@@ -18,34 +18,31 @@ __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last
            "preserve_format", "layout", "strided", "empty_permuted"]
 
 
-class memory_format:  # noqa: N801 (PyTorch's name)
+class _NamedConstant:
+    """A named torch constant: prints as ``torch.<name>`` and pickles by name."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return "torch." + self._name
+
+    def __reduce__(self):
+        return (_lookup, (self._name,))
+
+
+class memory_format(_NamedConstant):  # noqa: N801 (PyTorch's name)
     """A memory format (``torch.memory_format``); its four instances are module constants."""
 
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return "torch." + self._name
-
-    def __reduce__(self):
-        return (_lookup, (self._name,))
+    __slots__ = ()
 
 
-class layout:  # noqa: N801 (PyTorch's name)
+class layout(_NamedConstant):  # noqa: N801 (PyTorch's name)
     """A tensor layout (``torch.layout``); ``torch.strided`` is the only one here."""
 
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return "torch." + self._name
-
-    def __reduce__(self):
-        return (_lookup, (self._name,))
+    __slots__ = ()
 
 
 contiguous_format = memory_format("contiguous_format")

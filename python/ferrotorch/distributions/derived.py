@@ -41,19 +41,21 @@ def _where_nonneg(value, log_prob):
     return _C.where(value >= 0, log_prob, _C.full_like(log_prob, -math.inf))
 
 
-class HalfNormal(TransformedDistribution):
-    """``|X|`` for ``X ~ Normal(0, scale)``."""
+class _Folded(TransformedDistribution):
+    """``|X|`` for ``X`` from a zero-centred symmetric ``_base(0, scale)``: the shared parts
+    of HalfNormal and HalfCauchy (density doubled on ``[0, inf)``)."""
 
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _base = None  # the symmetric base distribution's class
 
     def __init__(self, scale, validate_args=None):
-        base_dist = Normal(0, scale, validate_args=False)
+        base_dist = self._base(0, scale, validate_args=False)
         super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfNormal, _instance)
+        new = self._get_checked_instance(type(self), _instance)
         return super().expand(batch_shape, _instance=new)
 
     @property
@@ -61,66 +63,8 @@ class HalfNormal(TransformedDistribution):
         return self.base_dist.scale
 
     @property
-    def mean(self):
-        return self.scale * math.sqrt(2 / math.pi)
-
-    @property
     def mode(self):
         return _C.zeros_like(self.scale)
-
-    @property
-    def variance(self):
-        return self.scale.pow(2) * (1 - 2 / math.pi)
-
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return _where_nonneg(value, self.base_dist.log_prob(value) + math.log(2))
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
-
-
-class HalfCauchy(TransformedDistribution):
-    """``|X|`` for ``X ~ Cauchy(0, scale)``."""
-
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        base_dist = Cauchy(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
-
-    @property
-    def mean(self):
-        return _C.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype,
-                       device=self.scale.device)
-
-    @property
-    def mode(self):
-        return _C.zeros_like(self.scale)
-
-    @property
-    def variance(self):
-        return _C.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype,
-                       device=self.scale.device)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -139,6 +83,36 @@ class HalfCauchy(TransformedDistribution):
 
     def entropy(self):
         return self.base_dist.entropy() - math.log(2)
+
+
+class HalfNormal(_Folded):
+    """``|X|`` for ``X ~ Normal(0, scale)``."""
+
+    _base = Normal
+
+    @property
+    def mean(self):
+        return self.scale * math.sqrt(2 / math.pi)
+
+    @property
+    def variance(self):
+        return self.scale.pow(2) * (1 - 2 / math.pi)
+
+
+class HalfCauchy(_Folded):
+    """``|X|`` for ``X ~ Cauchy(0, scale)``."""
+
+    _base = Cauchy
+
+    @property
+    def mean(self):
+        return _C.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype,
+                       device=self.scale.device)
+
+    @property
+    def variance(self):
+        return _C.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype,
+                       device=self.scale.device)
 
 
 class Weibull(TransformedDistribution):

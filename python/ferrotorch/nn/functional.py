@@ -2229,6 +2229,10 @@ def _fractional_max_pool(input, kernel_size, output_size, samples, nd):
     input, so autograd routes each output's gradient to its max (accumulating)."""
     import numpy as np
 
+    if samples is None:  # one uniform [0, 1) draw per plane and spatial dim
+        n_batch = 1 if input.dim() == nd + 1 else input.size(0)
+        samples = _C.rand(n_batch, input.size(-nd - 1), nd, dtype=input.dtype,
+                          device=input.device)
     name = "fractional_max_pool2d" if nd == 2 else "fractional_max_pool3d"
     what = "tuple of Ints" if nd == 2 else "tuple of three Ints"
     ks = [int(kernel_size)] * nd if not isinstance(kernel_size, (list, tuple)) else \
@@ -2329,10 +2333,6 @@ def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, out
                              "single Int or tuple of Ints.")
         r = tuple(output_ratio)  # (a 1-tuple fails on r[1], as in PyTorch)
         output_size = [int(input.size(-2) * r[0]), int(input.size(-1) * r[1])]
-    if _random_samples is None:
-        n_batch = 1 if input.dim() == 3 else input.size(0)
-        _random_samples = _C.rand(n_batch, input.size(-3), 2, dtype=input.dtype,
-                                  device=input.device)
     return _fractional_max_pool(input, kernel_size, output_size, _random_samples, 2)
 
 
@@ -2357,10 +2357,6 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, out
             (output_ratio,) * 3
         output_size = [int(input.size(-3) * r[0]), int(input.size(-2) * r[1]),
                        int(input.size(-1) * r[2])]
-    if _random_samples is None:
-        n_batch = 1 if input.dim() == 4 else input.size(0)
-        _random_samples = _C.rand(n_batch, input.size(-4), 3, dtype=input.dtype,
-                                  device=input.device)
     return _fractional_max_pool(input, kernel_size, output_size, _random_samples, 3)
 
 

@@ -193,14 +193,19 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` (a fraction, or a count) of the entries, chosen at random."""
+class _UnstructuredByScore(BasePruningMethod):
+    """Prunes ``amount`` (a fraction, or a count) of the entries that rank first by
+    ``_scores`` (highest when ``_largest``, else lowest)."""
 
     PRUNING_TYPE = "unstructured"
+    _largest = False
 
     def __init__(self, amount):
         _validate_pruning_amount_init(amount)
         self.amount = amount
+
+    def _scores(self, t):
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
         tensor_size = t.nelement()
@@ -208,34 +213,30 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount(nparams_toprune, tensor_size)
         mask = default_mask.clone()
         if nparams_toprune != 0:
-            prob = torch.rand_like(t)
-            topk = torch.topk(prob.view(-1), k=nparams_toprune)
+            topk = torch.topk(self._scores(t).view(-1), k=nparams_toprune,
+                              largest=self._largest)
             mask.view(-1)[topk.indices] = 0
         return mask
+
+
+class RandomUnstructured(_UnstructuredByScore):
+    """Prunes ``amount`` (a fraction, or a count) of the entries, chosen at random."""
+
+    _largest = True  # as PyTorch: the top-k of uniform draws
+
+    def _scores(self, t):
+        return torch.rand_like(t)
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_UnstructuredByScore):
     """Prunes the ``amount`` (a fraction, or a count) entries of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            topk = torch.topk(torch.abs(t).view(-1), k=nparams_toprune, largest=False)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+    def _scores(self, t):
+        return torch.abs(t)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
