@@ -56,3 +56,34 @@ def test_cat_and_where():
         poison(torch.float32)
         got = torch.where(torch.tensor(cond), torch.tensor(big_a), torch.tensor(big_b))
         np.testing.assert_array_equal(got.numpy(), np.where(cond, big_a, big_b))
+
+
+# (lhs shape, rhs shape) per matmul path: plain gemm, matrix-vector both ways, the wide-short
+# column-major route, small batched products run in parallel, and an empty inner dim.
+MATMUL_CASES = [
+    ((256, 40), (40, 300)),
+    ((76800, 3), (3,)),  # matrix @ vector
+    ((3,), (3, 76800)),  # vector @ matrix
+    ((8, 256), (256, 9600)),  # wide-short (transposed into the output)
+    ((32, 8, 20), (32, 20, 300)),  # batched, small per-matrix work
+    ((256, 0), (0, 300)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.float16])
+@pytest.mark.parametrize("case", range(len(MATMUL_CASES)))
+def test_matmul_overwrites_its_recycled_output(dtype, case):
+    sa, sb = MATMUL_CASES[case]
+    a = rng.integers(-3, 4, sa).astype(np.float64)
+    b = rng.integers(-3, 4, sb).astype(np.float64)
+    want = a @ b
+    at, bt = torch.tensor(a, dtype=dtype), torch.tensor(b, dtype=dtype)
+    for _ in range(3):
+        t = torch.full(want.shape, float("nan") if dtype.is_floating_point else 7, dtype=dtype)
+        del t
+        np.testing.assert_array_equal((at @ bt).double().numpy(), want)
+        t = torch.full(want.shape, float("nan") if dtype.is_floating_point else 7, dtype=dtype)
+        del t
+        got = torch.addmm(torch.ones(want.shape[-1], dtype=dtype), at, bt, beta=0) if (
+            at.dim() == 2 and bt.dim() == 2) else at @ bt
+        np.testing.assert_array_equal(got.double().numpy(), want)
