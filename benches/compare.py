@@ -5,10 +5,11 @@ Usage (after a release build: ``PROFILE=release ./tools/dev_build.sh``)::
 
     PYTHONPATH=python python benches/compare.py [--repeat N] [--quick]
 
-Every case is timed with ``timeit``: ``autorange`` picks the loop count, then the best of
-``--repeat`` rounds is kept. The table shows each library's time (matmul: GFLOP/s) and the
-time ratios ferrotorch/NumPy and ferrotorch/PyTorch (below 1 means ferrotorch is faster). A
-case ferrotorch cannot run yet (an op added by another part of the project) shows ``n/a``.
+Every case is timed with ``timeit``: ``autorange`` picks each library's loop count, then
+``--repeat`` rounds time the libraries in turn and each one's best round is kept. The table
+shows each library's time (matmul: GFLOP/s) and the time ratios ferrotorch/NumPy and
+ferrotorch/PyTorch (below 1 means ferrotorch is faster). A case ferrotorch cannot run yet (an
+op added by another part of the project) shows ``n/a``.
 
 NumPy's OpenBLAS reads ``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE`` at load time; if either is
 set, the script re-runs itself in a subprocess without them so NumPy uses the kernels it would
@@ -67,11 +68,17 @@ except ImportError:
     torch = None
 
 
-def best_time(fn, repeat):
-    """Best per-call time of `fn` in seconds (autoranged loop count, best of `repeat`)."""
-    t = timeit.Timer(fn)
-    number, _ = t.autorange()
-    return min(t.repeat(repeat=repeat, number=number)) / number
+def best_times(fns, repeat):
+    """Best per-call time in seconds of each callable in `fns` (name -> callable): autoranged
+    loop counts, then `repeat` rounds that time every library in turn, so a burst of load from
+    elsewhere on a shared machine slows all of them alike instead of one library's rounds."""
+    timers = {name: timeit.Timer(fn) for name, fn in fns.items()}
+    numbers = {name: t.autorange()[0] for name, t in timers.items()}
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, t in timers.items():
+            best[name] = min(best[name], t.timeit(numbers[name]) / numbers[name])
+    return best
 
 
 class NotAvailable(Exception):
@@ -436,15 +443,16 @@ def main():
     for name, factories, flops in cases(args.quick):
         if args.only and args.only.lower() not in name.lower():
             continue
-        times = {}
+        times = dict.fromkeys(libs)
+        fns = {}
         for lib in libs:
             try:
                 if lib not in factories:
                     raise NotAvailable(lib)
-                fn = factories[lib]()
-                times[lib] = best_time(fn, args.repeat)
+                fns[lib] = factories[lib]()
             except (NotAvailable, AttributeError, TypeError, NotImplementedError):
-                times[lib] = None
+                pass
+        times.update(best_times(fns, args.repeat))
         rows.append((name, times, flops))
         print(".", end="", flush=True)
     print()
