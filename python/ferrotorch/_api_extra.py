@@ -386,9 +386,9 @@ def _numpy_binary(name, fn, input, other, integral):
                         f"{type(other).__name__}")
     dtype = _result_type(input, other)
     if integral and not _is_integral(dtype):
-        raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(dtype)}\'')
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(dtype)}\'')
     if not integral and dtype not in (_C.float32, _C.float64):
-        raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(dtype)}\'')
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(dtype)}\'')
     device = input.device if input.ndim or not other.ndim else other.device
     a = input.detach().cpu().to(dtype).numpy()
     b = other.detach().cpu().to(dtype).numpy()
@@ -416,7 +416,7 @@ def _shift(name, left, input, other):
         input = _C.full((), input, dtype=_result_type(input, other), device=other.device)
     dtype = _result_type(input, other)
     if not _is_integral(dtype):
-        raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(dtype)}\'')
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(dtype)}\'')
     if isinstance(other, Tensor):
         device = input.device if input.ndim or not other.ndim else other.device
         b = other.detach().cpu().to(dtype).numpy()
@@ -496,7 +496,8 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     from ferrotorch import linalg
 
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f'"renorm_out" not implemented for \'{_dtype_name(input.dtype)}\'')
+        raise NotImplementedError(
+            f'"renorm_out" not implemented for \'{_dtype_name(input.dtype)}\'')
     if input.ndim <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
                            "dimensions")
@@ -598,7 +599,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     ignored. Returns ``(hist, bin_edges)``; ``weight`` weighs each element, ``density``
     normalises so that the histogram integrates to 1."""
     if not input.dtype.is_floating_point or input.dtype in (_C.float16, _C.bfloat16):
-        raise RuntimeError(f'"histogram_cpu" not implemented for \'{_dtype_name(input.dtype)}\'')
+        raise NotImplementedError(
+            f'"histogram_cpu" not implemented for \'{_dtype_name(input.dtype)}\'')
     flat = input.detach().reshape(-1)
     if isinstance(bins, Tensor):
         if bins.ndim != 1:
@@ -852,7 +854,7 @@ def _check_system(name, b, A, b_name, A_name):
         raise RuntimeError(f"Expected b and A to have the same dtype, but got b.dtype = "
                            f"{b.dtype} and A.dtype = {A.dtype}")
     if not b.dtype.is_floating_point:
-        raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(b.dtype)}\'')
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(b.dtype)}\'')
 
 
 def cholesky_solve(input, input2, upper=False, *, out=None):
@@ -906,12 +908,17 @@ def _resize_(self, *sizes, memory_format=None):
         raise RuntimeError("cannot resize variables that require grad")
     if tuple(self.shape) == sizes:
         return self  # the same shape keeps the strides, as PyTorch
-    try:
-        self.as_strided_(sizes, _contiguous_strides(sizes), self.storage_offset())
-    except RuntimeError as e:
-        raise RuntimeError(
-            f"resize_: ferrotorch cannot grow a tensor's storage from Python; resizing to "
-            f"{list(sizes)} needs more elements than the storage holds ({e})") from None
+    strides = _contiguous_strides(sizes)
+    offset = self.storage_offset()
+    needed = offset + 1 + builtins.sum((s - 1) * st for s, st in zip(sizes, strides))
+    held = self.untyped_storage().nbytes() // self.element_size()
+    if 0 not in sizes and needed > held:
+        # PyTorch enlarges the storage in place; here the tensor moves to a larger one that
+        # starts with the old elements (other views of the old storage keep it).
+        grown = _C.zeros(needed, dtype=self.dtype, device=self.device)
+        grown[:held] = self.as_strided((held,), (1,), 0)
+        self.data = grown
+    self.as_strided_(sizes, strides, offset)
     return self
 
 

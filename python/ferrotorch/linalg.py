@@ -746,8 +746,14 @@ def _torch_qr(input, some=True, *, out=None):
 
 
 def _cholesky_inverse(L, upper=False, *, out=None):
-    """``torch.cholesky_inverse``: inverse of ``A`` from its Cholesky factor."""
-    return _out(_via_cpu(lambda t: _C._linalg_inv(_mT(t) @ t if upper else t @ _mT(t)), L), out)
+    """``torch.cholesky_inverse``: inverse of ``A`` from its Cholesky factor. Only the factor's
+    triangle is read (the lower one, the upper one with ``upper=True``), as in PyTorch."""
+
+    def inverse(t):
+        t = t.triu() if upper else t.tril()
+        return _C._linalg_inv(_mT(t) @ t if upper else t @ _mT(t))
+
+    return _out(_via_cpu(inverse, L), out)
 
 
 # Tensor methods whose PyTorch results are named tuples or have Python-level semantics.

@@ -976,10 +976,28 @@ def test_resize_shrink_and_regrow():
     y.resize_as_(torch.empty(3, 2))
     assert y.shape == (3, 2)
     exact(y, np.arange(6.0).reshape(3, 2))
-    with pytest.raises(RuntimeError, match="cannot grow a tensor's storage"):
-        torch.arange(6.0).resize_(4, 4)
     with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
         torch.ones(3, requires_grad=True).resize_(2)
+
+
+def test_resize_grows_the_storage():
+    for dtype in (torch.float32, torch.int64, torch.bool, torch.float16):
+        x = torch.arange(6).to(dtype)
+        assert x.resize_(4, 4) is x
+        assert x.shape == (4, 4) and x.stride() == (4, 1) and x.dtype == dtype
+        exact(x.reshape(-1)[:6], np.arange(6).astype(bool if dtype == torch.bool else float))
+        x[3, 3] = 1  # the new elements are real storage
+        assert x.untyped_storage().nbytes() == 16 * x.element_size()
+    # A view grows from its storage offset; the tensor it came from keeps the old storage.
+    base = torch.tensor([1.0, 2.0, 3.0])
+    v = base[1:]
+    v.resize_(2, 3)
+    assert v.storage_offset() == 1
+    exact(v[0, :2], [2.0, 3.0])
+    exact(base, [1.0, 2.0, 3.0])
+    e = torch.empty(0)
+    e.resize_(3)
+    assert e.shape == (3,)
 
 
 def test_out_argument():

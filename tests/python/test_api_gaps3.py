@@ -200,6 +200,12 @@ def test_tensor_inplace_cum_and_special():
     spd = w @ w.T + torch.eye(2)
     c = torch.linalg.cholesky(spd)
     np.testing.assert_allclose(arr(c.cholesky_inverse()), np.linalg.inv(arr(spd)), rtol=1e-5)
+    # Only the factor's triangle is read, as in PyTorch (the other one may hold anything).
+    junk = c + c.mT.triu(1) * 5
+    np.testing.assert_allclose(arr(torch.cholesky_inverse(junk)), np.linalg.inv(arr(spd)),
+                               rtol=1e-5)
+    np.testing.assert_allclose(arr(torch.cholesky_inverse(junk.mT, upper=True)),
+                               np.linalg.inv(arr(spd)), rtol=1e-5)
 
 
 def test_cumsum_inplace_autograd():
