@@ -380,7 +380,10 @@ def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input), dim))``, computed stably (a log-add-exp prefix scan, so no
     term overflows or underflows), with autograd."""
     dim = _wrap_dim(dim, input.ndim)
-    x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
+    if not input.is_floating_point():
+        raise NotImplementedError(
+            f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+    x = input
     if x.ndim == 0:
         result = x.clone()
     else:

@@ -328,6 +328,12 @@ def test_logcumsumexp_matches_numpy(rng, dtype, np_dtype, tol):
         torch.logcumsumexp(torch.zeros(2), 1)
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_logcumsumexp_rejects_integer_input_as_pytorch(dtype):
+    with pytest.raises(NotImplementedError, match="logcumsumexp_out_cpu\" not implemented for"):
+        torch.ones(3, dtype=dtype).logcumsumexp(0)
+
+
 def test_logcumsumexp_gradcheck(rng):
     x = leaf(rng.standard_normal((3, 6)) * 3)
     assert gradcheck(lambda t: torch.logcumsumexp(t, 1), (x,))
