@@ -1,0 +1,1660 @@
+# ruff: noqa: B007  (loop variables named as in the tutorials)
+"""A fourth set of end-to-end programs in the style of the PyTorch tutorials (see
+test_e2e_programs.py, test_e2e_programs2.py and test_e2e_programs3.py for the others): LSTM
+forecasting over a sliding window, a char-level RNN classifier, REINFORCE, fine-tuning with frozen
+layers and parameter groups, skip-gram with negative sampling, a Siamese network, a small U-Net,
+a TransformerDecoder language model, knowledge distillation, CPU autocast with GradScaler, weight
+tying, gradient checkpointing, resuming from a checkpoint in memory, a padded sequence tagger,
+torch.func, container modules, hooks, Gaussian NLL regression and SimCLR's NT-Xent loss.
+
+Each program is written once as a function of the module ``M`` (``ferrotorch`` or ``torch``), so
+the very same code runs under both; the tests run it under ferrotorch and check real outcomes,
+and where it is cheap a second test runs it under PyTorch (when importable) and compares with the
+weights copied across through NumPy."""
+
+import collections
+import copy
+import io
+import math
+import random
+
+import numpy as np
+import pytest
+
+import ferrotorch
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _copy_weights(src_model, dst_model, M):
+    """Copy a state dict from one library's model into the other's through NumPy."""
+    sd = {k: M.from_numpy(np.array(v.detach().cpu().numpy(), copy=True))
+          for k, v in src_model.state_dict().items()}
+    dst_model.load_state_dict(sd)
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _close(a, b, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(_np(a), _np(b), rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------------------- (a)
+def lstm_forecaster(M):
+    nn = M.nn
+
+    class WindowDataset(M.utils.data.Dataset):
+        """Sliding windows over a 1-D series: ``window`` inputs, the next value as target."""
+
+        def __init__(self, series, window):
+            self.series = series
+            self.window = window
+
+        def __len__(self):
+            return len(self.series) - self.window
+
+        def __getitem__(self, idx):
+            x = self.series[idx:idx + self.window].unsqueeze(-1)
+            y = self.series[idx + self.window]
+            return x, y
+
+    class Forecaster(nn.Module):
+        def __init__(self, hidden_size=16, num_layers=1):
+            super().__init__()
+            self.lstm = nn.LSTM(input_size=1, hidden_size=hidden_size, num_layers=num_layers,
+                                batch_first=True)
+            self.fc = nn.Linear(hidden_size, 1)
+
+        def forward(self, x):
+            out, (h_n, c_n) = self.lstm(x)
+            return self.fc(out[:, -1, :]).squeeze(-1)
+
+    return WindowDataset, Forecaster
+
+
+def test_lstm_time_series_forecasting():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    WindowDataset, Forecaster = lstm_forecaster(torch)
+    t = torch.linspace(0, 8 * math.pi, 160)
+    series = torch.sin(t) + 0.5 * torch.sin(0.5 * t)
+    train = WindowDataset(series[:128], window=12)
+    loader = torch.utils.data.DataLoader(train, batch_size=16, shuffle=True,
+                                         generator=torch.Generator().manual_seed(1))
+    model = Forecaster()
+    criterion = torch.nn.MSELoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=15, gamma=0.3)
+    history = []
+    for epoch in range(30):
+        model.train()
+        epoch_loss = 0.0
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+            epoch_loss += loss.item() * xb.size(0)
+        scheduler.step()
+        history.append(epoch_loss / len(train))
+    assert history[-1] < 0.01 < history[0]
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(2e-2 * 0.3 ** 2)
+    # autoregressive roll-out on the held-out tail
+    model.eval()
+    window = series[128 - 12:128].clone()
+    preds = []
+    with torch.no_grad():
+        for _ in range(8):
+            nxt = model(window.view(1, -1, 1))
+            preds.append(nxt.item())
+            window = torch.cat([window[1:], nxt])
+    err = (torch.tensor(preds) - series[128:136]).abs().max().item()
+    assert err < 0.25
+
+
+def test_lstm_forecaster_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    _, ref_cls = lstm_forecaster(torch)
+    _, our_cls = lstm_forecaster(ferrotorch)
+    ref, ours = ref_cls(num_layers=2), our_cls(num_layers=2)
+    _copy_weights(ref, ours, ferrotorch)
+    x = torch.randn(4, 9, 1)
+    xf = ferrotorch.from_numpy(x.numpy()).requires_grad_()
+    x.requires_grad_()
+    out_ref, out = ref(x), ours(xf)
+    _close(out, out_ref)
+    (out_ref ** 2).sum().backward()
+    (out ** 2).sum().backward()
+    _close(xf.grad, x.grad, atol=1e-5)
+    for (n, p), (nr, pr) in zip(ours.named_parameters(), ref.named_parameters()):
+        assert n == nr
+        _close(p.grad, pr.grad, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (b)
+ALL_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+N_LETTERS = len(ALL_LETTERS)
+
+
+def _names(seed):
+    """Three made-up 'languages', each with its own alphabet."""
+    rng = random.Random(seed)
+    alphabets = {"Vowelish": "aeiouy", "Klingon": "kqxzgh", "Liquid": "lmnrw"}
+    data = []
+    for lang, letters in alphabets.items():
+        for _ in range(8):
+            n = rng.randint(3, 7)
+            name = "".join(rng.choice(letters) for _ in range(n))
+            data.append((name, lang))
+    return list(alphabets), data
+
+
+def char_rnn(M):
+    nn = M.nn
+    F = M.nn.functional
+
+    def line_to_tensor(line):
+        idx = M.tensor([ALL_LETTERS.find(c) for c in line])
+        return F.one_hot(idx, num_classes=N_LETTERS).float().unsqueeze(1)  # (seq, 1, letters)
+
+    class CharRNN(nn.Module):
+        def __init__(self, input_size, hidden_size, output_size):
+            super().__init__()
+            self.rnn = nn.RNN(input_size, hidden_size, nonlinearity="tanh")
+            self.h2o = nn.Linear(hidden_size, output_size)
+
+        def forward(self, line_tensor):
+            rnn_out, hidden = self.rnn(line_tensor)
+            return F.log_softmax(self.h2o(hidden[0]), dim=1)
+
+    return line_to_tensor, CharRNN
+
+
+def test_char_rnn_name_classifier():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    random.seed(0)
+    categories, data = _names(0)
+    line_to_tensor, CharRNN = char_rnn(torch)
+    rnn = CharRNN(N_LETTERS, 24, len(categories))
+    criterion = torch.nn.NLLLoss()
+    optimizer = torch.optim.SGD(rnn.parameters(), lr=0.05, momentum=0.9)
+    for epoch in range(6):
+        random.shuffle(data)
+        for name, lang in data:
+            line_tensor = line_to_tensor(name)
+            category_tensor = torch.tensor([categories.index(lang)], dtype=torch.long)
+            rnn.zero_grad()
+            output = rnn(line_tensor)
+            loss = criterion(output, category_tensor)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(rnn.parameters(), 3)
+            optimizer.step()
+
+    def evaluate(name):
+        with torch.no_grad():
+            output = rnn(line_to_tensor(name))
+        top_n, top_i = output.topk(1)
+        return categories[top_i[0].item()]
+
+    correct = sum(evaluate(name) == lang for name, lang in data)
+    assert correct == len(data)
+    _, test = _names(1)
+    assert sum(evaluate(name) == lang for name, lang in test) >= len(test) - 1
+    assert evaluate("kzxq") == "Klingon" and evaluate("lmnw") == "Liquid"
+
+
+def test_char_rnn_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref_l2t, ref_cls = char_rnn(torch)
+    our_l2t, our_cls = char_rnn(ferrotorch)
+    ref, ours = ref_cls(N_LETTERS, 10, 3), our_cls(N_LETTERS, 10, 3)
+    _copy_weights(ref, ours, ferrotorch)
+    loss_ref = torch.nn.NLLLoss()(ref(ref_l2t("hello")), torch.tensor([2]))
+    loss = ferrotorch.nn.NLLLoss()(ours(our_l2t("hello")), ferrotorch.tensor([2]))
+    assert loss.item() == pytest.approx(loss_ref.item(), rel=1e-5)
+    loss_ref.backward()
+    loss.backward()
+    for p, pr in zip(ours.parameters(), ref.parameters()):
+        _close(p.grad, pr.grad, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (c)
+class Corridor:
+    """A 1-D corridor of ``n`` cells; start in cell 0, reward 1 for reaching the last cell,
+    -0.05 per step otherwise, at most 12 steps."""
+
+    def __init__(self, n=5):
+        self.n = n
+
+    def reset(self):
+        self.pos = 0
+        self.t = 0
+        return self.pos
+
+    def step(self, action):  # 0 = left, 1 = right
+        self.pos = max(0, min(self.n - 1, self.pos + (1 if action == 1 else -1)))
+        self.t += 1
+        done = self.pos == self.n - 1 or self.t >= 12
+        reward = 1.0 if self.pos == self.n - 1 else -0.05
+        return self.pos, reward, done
+
+
+def test_reinforce_policy_gradient():
+    torch = ferrotorch
+    nn = torch.nn
+    F = torch.nn.functional
+    from ferrotorch.distributions import Categorical
+
+    torch.manual_seed(0)
+    env = Corridor()
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.affine1 = nn.Linear(env.n, 32)
+            self.affine2 = nn.Linear(32, 2)
+
+        def forward(self, x):
+            return F.softmax(self.affine2(F.relu(self.affine1(x))), dim=-1)
+
+    policy = Policy()
+    optimizer = torch.optim.Adam(policy.parameters(), lr=2e-2)
+    eps = np.finfo(np.float32).eps.item()
+    gamma = 0.95
+    lengths = []
+    for episode in range(60):
+        state = env.reset()
+        log_probs, entropies, rewards = [], [], []
+        done = False
+        while not done:
+            probs = policy(F.one_hot(torch.tensor(state), env.n).float())
+            m = Categorical(probs)
+            action = m.sample()
+            log_probs.append(m.log_prob(action))
+            entropies.append(m.entropy())
+            state, reward, done = env.step(action.item())
+            rewards.append(reward)
+        lengths.append(len(rewards))
+        R = 0.0
+        returns = collections.deque()
+        for r in rewards[::-1]:
+            R = r + gamma * R
+            returns.appendleft(R)
+        returns = torch.tensor(list(returns))
+        if len(returns) > 1:
+            returns = (returns - returns.mean()) / (returns.std() + eps)
+        policy_loss = -(torch.stack(log_probs) * returns).sum()
+        loss = policy_loss - 0.01 * torch.stack(entropies).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert np.mean(lengths[:10]) > 6
+    assert np.mean(lengths[-10:]) < 5
+    with torch.no_grad():
+        p_right = policy(torch.eye(env.n))[:, 1]
+    assert (p_right[:-1] > 0.8).all()
+
+
+# ---------------------------------------------------------------------------- (d)
+def pretrained_net(M):
+    nn = M.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 16),
+                                          nn.ReLU())
+            self.fc = nn.Linear(16, 3)
+
+        def forward(self, x):
+            return self.fc(self.features(x))
+
+    return Net
+
+
+def finetune(M, model, x, y, steps):
+    """Replace the head, freeze the first layer, and train with two learning rates."""
+    nn = M.nn
+    model.fc = nn.Linear(model.fc.in_features, 2)
+    for param in model.features[0].parameters():
+        param.requires_grad_(False)
+    backbone = [p for n, p in model.named_parameters() if p.requires_grad and
+                not n.startswith("fc.")]
+    optimizer = M.optim.SGD([
+        {"params": backbone, "lr": 1e-2},
+        {"params": model.fc.parameters()},
+    ], lr=1e-1, momentum=0.9, weight_decay=1e-4)
+    criterion = nn.CrossEntropyLoss()
+    losses = []
+    for step in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return optimizer, losses
+
+
+def _finetune_data(M):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 4)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(np.int64)
+    return M.from_numpy(x), M.from_numpy(y)
+
+
+def test_finetune_frozen_layers_param_groups():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model = pretrained_net(torch)()
+    frozen_before = model.features[0].weight.clone()
+    trainable_before = model.features[2].weight.clone()
+    x, y = _finetune_data(torch)
+    optimizer, losses = finetune(torch, model, x, y, 150)
+    assert [g["lr"] for g in optimizer.param_groups] == [1e-2, 1e-1]
+    assert len(optimizer.param_groups[0]["params"]) == 2
+    assert model.features[0].weight.grad is None
+    assert torch.equal(model.features[0].weight, frozen_before)
+    assert not torch.equal(model.features[2].weight, trainable_before)
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert n_trainable == 16 * 16 + 16 + 16 * 2 + 2
+    assert losses[-1] < 0.3 * losses[0]
+    with torch.no_grad():
+        acc = (model(x).argmax(1) == y).float().mean().item()
+    assert acc > 0.9
+
+
+def test_finetune_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref = pretrained_net(torch)()
+    ours = pretrained_net(ferrotorch)()
+    _copy_weights(ref, ours, ferrotorch)
+    x, y = _finetune_data(torch)
+    xf, yf = _finetune_data(ferrotorch)
+    # replace the head and freeze in both, then give both the same new head
+    finetune(torch, ref, x, y, 0)
+    finetune(ferrotorch, ours, xf, yf, 0)
+    _copy_weights(ref, ours, ferrotorch)
+    assert [p.requires_grad for p in ours.parameters()] == [
+        p.requires_grad for p in ref.parameters()]
+    ref_opt, ref_losses = _finetune_fixed_head(torch, ref, x, y)
+    our_opt, our_losses = _finetune_fixed_head(ferrotorch, ours, xf, yf)
+    np.testing.assert_allclose(our_losses, ref_losses, rtol=1e-4, atol=1e-6)
+    for (n, p), (nr, pr) in zip(ours.named_parameters(), ref.named_parameters()):
+        assert n == nr
+        _close(p, pr, rtol=1e-4, atol=1e-5)
+
+
+def _finetune_fixed_head(M, model, x, y):
+    backbone = [p for n, p in model.named_parameters() if p.requires_grad and
+                not n.startswith("fc.")]
+    optimizer = M.optim.SGD([{"params": backbone, "lr": 1e-2},
+                             {"params": model.fc.parameters()}],
+                            lr=1e-1, momentum=0.9, weight_decay=1e-4, nesterov=True)
+    losses = []
+    for _ in range(10):
+        optimizer.zero_grad()
+        loss = M.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return optimizer, losses
+
+
+# ---------------------------------------------------------------------------- (e)
+def skipgram(M, vocab_size, embed_dim):
+    nn = M.nn
+    F = M.nn.functional
+
+    class SkipGramNeg(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.in_embed = nn.Embedding(vocab_size, embed_dim)
+            self.out_embed = nn.Embedding(vocab_size, embed_dim)
+            self.in_embed.weight.data.uniform_(-0.5 / embed_dim, 0.5 / embed_dim)
+            self.out_embed.weight.data.uniform_(-0.5 / embed_dim, 0.5 / embed_dim)
+
+        def forward(self, center, context, negatives):
+            v = self.in_embed(center)                          # (B, D)
+            u = self.out_embed(context)                        # (B, D)
+            n = self.out_embed(negatives)                      # (B, K, D)
+            pos = F.logsigmoid(M.sum(v * u, dim=1))
+            neg = F.logsigmoid(-M.bmm(n, v.unsqueeze(2)).squeeze(2)).sum(1)
+            return -(pos + neg).mean()
+
+    return SkipGramNeg()
+
+
+def _skipgram_corpus(seed):
+    """Two topics that never share a sentence: words 0-5 and words 6-11."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(200):
+        topic = rng.randrange(2)
+        sent = [rng.randrange(6) + 6 * topic for _ in range(6)]
+        for i, w in enumerate(sent):
+            for j in range(max(0, i - 2), min(len(sent), i + 3)):
+                if j != i:
+                    pairs.append((w, sent[j]))
+    return pairs
+
+
+def test_skipgram_negative_sampling():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    pairs = _skipgram_corpus(0)
+    vocab = 12
+    counts = torch.bincount(torch.tensor([c for _, c in pairs]), minlength=vocab).float()
+    noise_dist = counts ** 0.75
+    noise_dist = noise_dist / noise_dist.sum()
+    model = torch.nn.Embedding  # noqa: F841  (the name a tutorial would shadow)
+    model = skipgram(torch, vocab, 8)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    data = torch.tensor(pairs)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data[:, 0], data[:, 1]),
+                                         batch_size=256, shuffle=True)
+    first = last = None
+    for epoch in range(5):
+        for center, context in loader:
+            negatives = torch.multinomial(noise_dist, center.numel() * 5, replacement=True)
+            loss = model(center, context, negatives.view(-1, 5))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            first = loss.item() if first is None else first
+            last = loss.item()
+    assert last < first - 0.5
+    emb = torch.nn.functional.normalize(model.in_embed.weight.detach(), dim=1)
+    sim = emb @ emb.T
+    same = torch.cat([sim[:6, :6].flatten(), sim[6:, 6:].flatten()])
+    across = sim[:6, 6:].flatten()
+    assert same.mean().item() > across.mean().item() + 0.3
+    # nearest neighbour (excluding itself) is in the same topic for every word
+    sim.fill_diagonal_(-2)
+    nn_idx = sim.argmax(dim=1)
+    assert ((nn_idx < 6) == (torch.arange(vocab) < 6)).all()
+
+
+def test_skipgram_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref = skipgram(torch, 12, 6)
+    ours = skipgram(ferrotorch, 12, 6)
+    _copy_weights(ref, ours, ferrotorch)
+    c, o, n = torch.tensor([1, 3, 3, 7]), torch.tensor([2, 2, 0, 9]), torch.randint(12, (4, 3))
+    loss_ref = ref(c, o, n)
+    loss = ours(*[ferrotorch.from_numpy(t.numpy()) for t in (c, o, n)])
+    assert loss.item() == pytest.approx(loss_ref.item(), rel=1e-5)
+    loss_ref.backward()
+    loss.backward()
+    _close(ours.in_embed.weight.grad, ref.in_embed.weight.grad)
+    _close(ours.out_embed.weight.grad, ref.out_embed.weight.grad)
+
+
+# ---------------------------------------------------------------------------- (f)
+def siamese(M):
+    nn = M.nn
+    F = M.nn.functional
+
+    class EmbeddingNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(6, 32), nn.PReLU(), nn.Linear(32, 4))
+
+        def forward(self, x):
+            return F.normalize(self.net(x), p=2, dim=1)
+
+    return EmbeddingNet
+
+
+def _clusters(M, n_per, seed):
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((4, 6)) * 2
+    x = np.concatenate([c + 0.6 * rng.standard_normal((n_per, 6)) for c in centers])
+    y = np.repeat(np.arange(4), n_per)
+    return M.from_numpy(x.astype(np.float32)), M.from_numpy(y)
+
+
+def _triplets(M, y, gen):
+    n = len(y)
+    anchor = M.randint(0, n, (n,), generator=gen)
+    pos, neg = [], []
+    for a in anchor.tolist():
+        same = (y == y[a]).nonzero(as_tuple=True)[0]
+        diff = (y != y[a]).nonzero(as_tuple=True)[0]
+        pos.append(same[M.randint(0, len(same), (1,), generator=gen)])
+        neg.append(diff[M.randint(0, len(diff), (1,), generator=gen)])
+    return anchor, M.cat(pos), M.cat(neg)
+
+
+def test_siamese_triplet_and_cosine_embedding():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    x, y = _clusters(torch, 20, 0)
+    model = siamese(torch)()
+    triplet = torch.nn.TripletMarginLoss(margin=0.5, p=2)
+    cosine = torch.nn.CosineEmbeddingLoss(margin=0.2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    gen = torch.Generator().manual_seed(0)
+    losses = []
+    for epoch in range(25):
+        a, p, n = _triplets(torch, y, gen)
+        ea, ep, en = model(x[a]), model(x[p]), model(x[n])
+        target = torch.cat([torch.ones(len(a)), -torch.ones(len(a))])
+        loss = triplet(ea, ep, en) + cosine(torch.cat([ea, ea]), torch.cat([ep, en]), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.25 * losses[0]
+    # nearest-centroid classification of fresh points in embedding space
+    with torch.no_grad():
+        emb = model(x)
+        centroids = torch.stack([emb[y == k].mean(0) for k in range(4)])
+        xt, yt = _clusters(torch, 10, 0)
+        pred = torch.cdist(model(xt), centroids).argmin(dim=1)
+    assert (pred == yt).float().mean().item() > 0.95
+
+
+def test_metric_losses_match_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    a, p, n = torch.randn(5, 4), torch.randn(5, 4), torch.randn(5, 4)
+    target = torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0])
+
+    def losses(M, a, p, n, target):
+        nn, F = M.nn, M.nn.functional
+        return [
+            nn.TripletMarginLoss(margin=1.0, p=2)(a, p, n),
+            nn.TripletMarginLoss(margin=0.3, p=1, swap=True, reduction="sum")(a, p, n),
+            nn.TripletMarginWithDistanceLoss(
+                distance_function=lambda u, v: 1.0 - F.cosine_similarity(u, v),
+                margin=0.5)(a, p, n),
+            nn.CosineEmbeddingLoss(margin=0.1)(a, p, target),
+            nn.MarginRankingLoss(margin=0.2)(a[:, 0], p[:, 0], target),
+            nn.HingeEmbeddingLoss(margin=1.5)(F.pairwise_distance(a, n), target),
+        ]
+
+    ref_in = [t.clone().requires_grad_() for t in (a, p, n)]
+    our_in = [ferrotorch.from_numpy(t.numpy()).requires_grad_() for t in (a, p, n)]
+    ref_l = losses(torch, *ref_in, target)
+    our_l = losses(ferrotorch, *our_in, ferrotorch.from_numpy(target.numpy()))
+    for lo, lr in zip(our_l, ref_l):
+        assert lo.item() == pytest.approx(lr.item(), rel=1e-5, abs=1e-6)
+    sum(ref_l).backward()
+    sum(our_l).backward()
+    for t, r in zip(our_in, ref_in):
+        _close(t.grad, r.grad, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (g)
+def unet(M):
+    nn = M.nn
+
+    def double_conv(cin, cout):
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+        )
+
+    class UNet(nn.Module):
+        def __init__(self, c=8):
+            super().__init__()
+            self.inc = double_conv(1, c)
+            self.down = nn.Sequential(nn.MaxPool2d(2), double_conv(c, 2 * c))
+            self.up = nn.ConvTranspose2d(2 * c, c, kernel_size=2, stride=2)
+            self.dec = double_conv(2 * c, c)
+            self.outc = nn.Conv2d(c, 1, kernel_size=1)
+
+        def forward(self, x):
+            x1 = self.inc(x)
+            x2 = self.down(x1)
+            x = self.dec(M.cat([x1, self.up(x2)], dim=1))
+            return self.outc(x)
+
+    return UNet
+
+
+def dice_loss(M, logits, target, smooth=1.0):
+    probs = M.sigmoid(logits)
+    num = 2 * (probs * target).sum(dim=(1, 2, 3)) + smooth
+    den = probs.sum(dim=(1, 2, 3)) + target.sum(dim=(1, 2, 3)) + smooth
+    return 1 - (num / den).mean()
+
+
+def _rectangles(M, n, seed):
+    """Noisy 12x12 images with a brighter rectangle; the mask marks the rectangle."""
+    g = M.Generator().manual_seed(seed)
+    imgs = 0.3 * M.randn(n, 1, 12, 12, generator=g)
+    masks = M.zeros(n, 1, 12, 12)
+    for i in range(n):
+        r, c, h, w = M.randint(0, 6, (4,), generator=g).tolist()
+        masks[i, :, r:r + h + 3, c:c + w + 3] = 1
+    return imgs + masks, masks
+
+
+def test_unet_segmentation_dice_bce():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model = unet(torch)()
+    x, mask = _rectangles(torch, 16, 0)
+    bce = torch.nn.BCEWithLogitsLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for step in range(40):
+        model.train()
+        logits = model(x)
+        loss = bce(logits, mask) + dice_loss(torch, logits, mask)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    xt, mt = _rectangles(torch, 8, 1)
+    with torch.no_grad():
+        pred = (torch.sigmoid(model(xt)) > 0.5).float()
+    inter = (pred * mt).sum()
+    iou = (inter / (pred.sum() + mt.sum() - inter)).item()
+    assert iou > 0.8
+    assert model.inc[1].num_batches_tracked.item() == 40
+
+
+def test_unet_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = unet(torch)(c=4), unet(ferrotorch)(c=4)
+    _copy_weights(ref, ours, ferrotorch)
+    x, mask = _rectangles(torch, 3, 0)
+    xf, mf = ferrotorch.from_numpy(x.numpy()), ferrotorch.from_numpy(mask.numpy())
+    loss_ref = torch.nn.functional.binary_cross_entropy_with_logits(ref(x), mask) + \
+        dice_loss(torch, ref(x), mask)
+    loss = ferrotorch.nn.functional.binary_cross_entropy_with_logits(ours(xf), mf) + \
+        dice_loss(ferrotorch, ours(xf), mf)
+    assert loss.item() == pytest.approx(loss_ref.item(), rel=1e-5)
+    loss_ref.backward()
+    loss.backward()
+    for (n, p), (nr, pr) in zip(ours.named_parameters(), ref.named_parameters()):
+        _close(p.grad, pr.grad, rtol=1e-3, atol=1e-5)
+    for (n, b), (nr, br) in zip(ours.named_buffers(), ref.named_buffers()):
+        assert n == nr
+        _close(b, br, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (h)
+def decoder_lm(M, vocab, d_model=32, nhead=4, max_len=16):
+    nn = M.nn
+
+    class DecoderLM(nn.Module):
+        """A decoder-only language model conditioned on a 'style' token through memory."""
+
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, d_model)
+            self.pos = nn.Parameter(M.zeros(1, max_len, d_model))
+            self.style = nn.Embedding(2, d_model)
+            layer = nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward=64, dropout=0.0,
+                                               batch_first=True, norm_first=True,
+                                               activation="gelu")
+            self.decoder = nn.TransformerDecoder(layer, num_layers=2, norm=nn.LayerNorm(d_model))
+            self.lm_head = nn.Linear(d_model, vocab)
+
+        def forward(self, idx, style):
+            T = idx.size(1)
+            h = self.tok(idx) * math.sqrt(d_model) + self.pos[:, :T]
+            memory = self.style(style).unsqueeze(1)
+            mask = nn.Transformer.generate_square_subsequent_mask(T)
+            h = self.decoder(h, memory, tgt_mask=mask, tgt_is_causal=True)
+            return self.lm_head(h)
+
+    return DecoderLM()
+
+
+def _counting(M, n, vocab, length, gen):
+    """Style 0 counts up, style 1 counts down (mod vocab) from a random start."""
+    start = M.randint(0, vocab, (n, 1), generator=gen)
+    style = M.randint(0, 2, (n,), generator=gen)
+    step = (1 - 2 * style).unsqueeze(1)
+    seq = (start + step * M.arange(length)) % vocab
+    return seq, style
+
+
+def test_transformer_decoder_lm_label_smoothing_warmup():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    vocab, length = 10, 8
+    model = decoder_lm(torch, vocab)
+    criterion = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.98),
+                                  weight_decay=0.01)
+    warmup = 10
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup))
+    gen = torch.Generator().manual_seed(0)
+    lrs = []
+    for step in range(80):
+        seq, style = _counting(torch, 32, vocab, length, gen)
+        logits = model(seq[:, :-1], style)
+        loss = criterion(logits.reshape(-1, vocab), seq[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        lrs.append(scheduler.get_last_lr()[0])
+    assert lrs[0] == pytest.approx(3e-3 * 2 / warmup) and lrs[-1] == pytest.approx(3e-3)
+    # label smoothing keeps the loss above the smoothing floor
+    assert 0.35 < loss.item() < 0.8
+    # greedy generation continues both styles
+    model.eval()
+    idx = torch.tensor([[3], [3]])
+    style = torch.tensor([0, 1])
+    with torch.no_grad():
+        for _ in range(length - 1):
+            nxt = model(idx, style)[:, -1].argmax(-1, keepdim=True)
+            idx = torch.cat([idx, nxt], dim=1)
+    assert idx[0].tolist() == [3, 4, 5, 6, 7, 8, 9, 0]
+    assert idx[1].tolist() == [3, 2, 1, 0, 9, 8, 7, 6]
+
+
+def test_transformer_decoder_lm_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = decoder_lm(torch, 7, d_model=16), decoder_lm(ferrotorch, 7, d_model=16)
+    _copy_weights(ref, ours, ferrotorch)
+    ref.eval()
+    ours.eval()
+    idx, style = torch.tensor([[1, 2, 3, 4, 0], [6, 5, 4, 3, 2]]), torch.tensor([0, 1])
+    ls = torch.nn.CrossEntropyLoss(label_smoothing=0.2)
+    out_ref = ref(idx, style)
+    loss_ref = ls(out_ref[:, :-1].reshape(-1, 7), idx[:, 1:].reshape(-1))
+    out = ours(ferrotorch.from_numpy(idx.numpy()), ferrotorch.from_numpy(style.numpy()))
+    loss = ferrotorch.nn.CrossEntropyLoss(label_smoothing=0.2)(
+        out[:, :-1].reshape(-1, 7), ferrotorch.from_numpy(idx[:, 1:].reshape(-1).numpy()))
+    _close(out, out_ref, rtol=1e-4, atol=1e-5)
+    assert loss.item() == pytest.approx(loss_ref.item(), rel=1e-5)
+    loss_ref.backward()
+    loss.backward()
+    for (n, p), (nr, pr) in zip(ours.named_parameters(), ref.named_parameters()):
+        assert n == nr
+        _close(p.grad, pr.grad, rtol=1e-3, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (i)
+def distillation_loss(M, student_logits, teacher_logits, labels, T=4.0, alpha=0.7):
+    F = M.nn.functional
+    soft = M.nn.KLDivLoss(reduction="batchmean")(
+        F.log_softmax(student_logits / T, dim=-1), F.softmax(teacher_logits / T, dim=-1))
+    return alpha * soft * T * T + (1 - alpha) * F.cross_entropy(student_logits, labels)
+
+
+def test_knowledge_distillation():
+    torch = ferrotorch
+    nn = torch.nn
+    torch.manual_seed(0)
+    x, y = _clusters(torch, 25, 3)
+    teacher = nn.Sequential(nn.Linear(6, 64), nn.ReLU(), nn.Dropout(0.1), nn.Linear(64, 4))
+    opt_t = torch.optim.Adam(teacher.parameters(), lr=1e-2)
+    for step in range(60):
+        opt_t.zero_grad()
+        nn.functional.cross_entropy(teacher(x), y).backward()
+        opt_t.step()
+    student = nn.Sequential(nn.Linear(6, 4))
+    optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+    teacher.eval()
+    kd = []
+    for step in range(80):
+        with torch.no_grad():
+            teacher_logits = teacher(x)
+        assert not teacher_logits.requires_grad
+        student_logits = student(x)
+        loss = distillation_loss(torch, student_logits, teacher_logits, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        kd.append(loss.item())
+    assert kd[-1] < 0.5 * kd[0]
+    with torch.no_grad():
+        acc = (student(x).argmax(1) == y).float().mean().item()
+        agree = (student(x).argmax(1) == teacher(x).argmax(1)).float().mean().item()
+    assert acc > 0.9 and agree > 0.9
+
+
+def test_distillation_losses_match_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    s, t, y = torch.randn(6, 5), torch.randn(6, 5), torch.randint(5, (6,))
+    sf = ferrotorch.from_numpy(s.numpy()).requires_grad_()
+    s.requires_grad_()
+    tf, yf = ferrotorch.from_numpy(t.numpy()), ferrotorch.from_numpy(y.numpy())
+    for T in (1.0, 3.0):
+        ref = distillation_loss(torch, s, t, y, T=T)
+        got = distillation_loss(ferrotorch, sf, tf, yf, T=T)
+        assert got.item() == pytest.approx(ref.item(), rel=1e-5)
+    ref.backward()
+    got.backward()
+    _close(sf.grad, s.grad)
+    F, Ff = torch.nn.functional, ferrotorch.nn.functional
+    for red in ("batchmean", "sum", "mean", "none"):
+        ref = F.kl_div(F.log_softmax(s, 1), F.log_softmax(t, 1), reduction=red, log_target=True)
+        got = Ff.kl_div(Ff.log_softmax(sf, 1), Ff.log_softmax(tf, 1), reduction=red,
+                        log_target=True)
+        _close(got, ref)
+
+
+# ---------------------------------------------------------------------------- (j)
+def test_cpu_autocast_bfloat16_with_grad_scaler():
+    torch = ferrotorch
+    nn = torch.nn
+    torch.manual_seed(0)
+    x, y = _clusters(torch, 20, 4)
+    model = nn.Sequential(nn.Linear(6, 32), nn.ReLU(), nn.LayerNorm(32), nn.Linear(32, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 8)
+    criterion = nn.CrossEntropyLoss()
+    for step in range(40):
+        optimizer.zero_grad()
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            logits = model(x)
+            assert logits.dtype == torch.bfloat16
+            assert torch.is_autocast_enabled("cpu")
+            loss = criterion(logits, y)
+        assert loss.dtype == torch.float32
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        scaler.step(optimizer)
+        scaler.update()
+    assert not torch.is_autocast_enabled("cpu")
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert all(p.grad.dtype == torch.float32 for p in model.parameters())
+    assert scaler.get_scale() == 2.0 ** 8
+    with torch.no_grad():
+        acc = (model(x).argmax(1) == y).float().mean().item()
+    assert acc > 0.95
+    # the scaler state round-trips like the optimizer's
+    state = scaler.state_dict()
+    fresh = torch.amp.GradScaler("cpu")
+    fresh.load_state_dict(state)
+    assert fresh.get_scale() == scaler.get_scale()
+
+
+def test_cpu_autocast_dtypes_match_torch():
+    torch = _torch()
+
+    def dtypes(M):
+        nn = M.nn
+        lin, x = nn.Linear(4, 3), M.randn(2, 4)
+        with M.autocast("cpu", dtype=M.bfloat16):
+            out = lin(x)
+            mm = x @ x.T
+            s = M.softmax(out, dim=-1)
+            loss = nn.functional.cross_entropy(out, M.tensor([0, 1]))
+            mse = nn.functional.mse_loss(out, M.zeros(2, 3))
+            added = out + x[:, :3]
+            with M.autocast("cpu", enabled=False):
+                inner = lin(x)
+        return [str(t.dtype).split(".")[-1] for t in (out, mm, s, loss, mse, added, inner)]
+
+    assert dtypes(ferrotorch) == dtypes(torch)
+
+
+# ---------------------------------------------------------------------------- (k)
+def tied_lm(M, vocab, dim):
+    nn = M.nn
+
+    class TiedLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(vocab, dim)
+            self.rnn = nn.GRU(dim, dim, batch_first=True)
+            self.decoder = nn.Linear(dim, vocab)
+            self.decoder.weight = self.encoder.weight   # weight tying
+
+        def forward(self, idx):
+            out, _ = self.rnn(self.encoder(idx))
+            return self.decoder(out)
+
+    return TiedLM()
+
+
+def test_weight_tying():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    vocab, dim = 8, 16
+    model = tied_lm(torch, vocab, dim)
+    assert model.decoder.weight is model.encoder.weight
+    names = [n for n, _ in model.named_parameters()]
+    assert "decoder.weight" not in names and "encoder.weight" in names
+    assert len(list(model.parameters())) == 1 + 4 + 1
+    assert "decoder.weight" in model.state_dict()
+    data = torch.tensor([[i % vocab for i in range(s, s + 9)] for s in range(vocab)])
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for step in range(60):
+        logits = model(data[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), data[:, 1:])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.1
+    assert model.decoder.weight is model.encoder.weight
+    # a state dict round trip keeps the tie (both keys load into the one tensor)
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    buf.seek(0)
+    clone = tied_lm(torch, vocab, dim)
+    clone.load_state_dict(torch.load(buf))
+    assert clone.decoder.weight is clone.encoder.weight
+    assert torch.equal(clone.decoder.weight, model.encoder.weight)
+    # deepcopy keeps it too
+    dup = copy.deepcopy(model)
+    assert dup.decoder.weight is dup.encoder.weight
+    with torch.no_grad():
+        assert torch.equal(dup(data), model(data))
+
+
+def test_weight_tying_gradients_match_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = tied_lm(torch, 6, 4), tied_lm(ferrotorch, 6, 4)
+    _copy_weights(ref, ours, ferrotorch)
+    idx = torch.tensor([[0, 1, 2, 3], [5, 4, 3, 2]])
+    ref(idx).square().sum().backward()
+    ours(ferrotorch.from_numpy(idx.numpy())).square().sum().backward()
+    _close(ours.encoder.weight.grad, ref.encoder.weight.grad, rtol=1e-4, atol=1e-5)
+    assert list(ours.state_dict()) == list(ref.state_dict())
+
+
+# ---------------------------------------------------------------------------- (l)
+def checkpointed_net(M, use_checkpoint):
+    nn = M.nn
+    from_checkpoint = M.utils.checkpoint
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.ff = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 2 * dim), nn.GELU(),
+                                    nn.Dropout(0.2), nn.Linear(2 * dim, dim))
+
+        def forward(self, x):
+            return x + self.ff(x)
+
+    class Net(nn.Module):
+        def __init__(self, dim=8, depth=4):
+            super().__init__()
+            self.blocks = nn.ModuleList(Block(dim) for _ in range(depth))
+            self.tail = nn.Sequential(nn.Linear(dim, dim), nn.Tanh(), nn.Linear(dim, dim))
+            self.head = nn.Linear(dim, 1)
+
+        def forward(self, x):
+            for block in self.blocks:
+                if use_checkpoint and self.training:
+                    x = from_checkpoint.checkpoint(block, x, use_reentrant=False)
+                else:
+                    x = block(x)
+            if use_checkpoint:
+                x = from_checkpoint.checkpoint_sequential(self.tail, 2, x, use_reentrant=False)
+            else:
+                x = self.tail(x)
+            return self.head(x)
+
+    return Net
+
+
+def test_gradient_checkpointing_matches_plain_backward():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    plain = checkpointed_net(torch, False)()
+    ckpt = checkpointed_net(torch, True)()
+    ckpt.load_state_dict(plain.state_dict())
+    x = torch.randn(6, 8, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    # dropout is active: the recomputation must replay the same RNG stream
+    torch.manual_seed(123)
+    plain(x).pow(2).mean().backward()
+    torch.manual_seed(123)
+    ckpt(x2).pow(2).mean().backward()
+    assert torch.allclose(x.grad, x2.grad, atol=1e-6)
+    for (n, p), (_, q) in zip(plain.named_parameters(), ckpt.named_parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-6), n
+    # and it trains
+    opt = torch.optim.Adam(ckpt.parameters(), lr=1e-2)
+    xs = torch.randn(64, 8)
+    ys = xs[:, :1] * xs[:, 1:2]
+    for step in range(80):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(ckpt(xs), ys)
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.2
+
+
+# ---------------------------------------------------------------------------- (m)
+def _resumable_setup(M):
+    nn = M.nn
+    model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 1))
+    optimizer = M.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.05, amsgrad=True)
+    scheduler = M.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=20, eta_min=1e-4)
+    return model, optimizer, scheduler
+
+
+def _train_epochs(M, model, optimizer, scheduler, loader, epochs):
+    for epoch in epochs:
+        model.train()
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            M.nn.functional.mse_loss(model(xb).squeeze(1), yb).backward()
+            optimizer.step()
+        scheduler.step()
+
+
+def test_checkpoint_resume_in_memory_is_exact():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    x = torch.randn(48, 5)
+    y = x.sum(1)
+    dataset = torch.utils.data.TensorDataset(x, y)
+
+    def loader():
+        return torch.utils.data.DataLoader(dataset, batch_size=16, shuffle=True)
+
+    # one uninterrupted run of 10 epochs
+    torch.manual_seed(1)
+    model, optimizer, scheduler = _resumable_setup(torch)
+    init = copy.deepcopy(model.state_dict())
+    _train_epochs(torch, model, optimizer, scheduler, loader(), range(10))
+    # the same run interrupted after 4 epochs and resumed from a checkpoint in memory
+    torch.manual_seed(1)
+    m1, o1, s1 = _resumable_setup(torch)
+    m1.load_state_dict(init)
+    _train_epochs(torch, m1, o1, s1, loader(), range(4))
+    buffer = io.BytesIO()
+    torch.save({"epoch": 4, "model_state_dict": m1.state_dict(),
+                "optimizer_state_dict": o1.state_dict(), "scheduler": s1.state_dict(),
+                "rng": torch.get_rng_state()}, buffer)
+    del m1, o1, s1
+    torch.manual_seed(999)  # anything may happen in between
+    buffer.seek(0)
+    checkpoint = torch.load(buffer, weights_only=True)
+    m2, o2, s2 = _resumable_setup(torch)
+    m2.load_state_dict(checkpoint["model_state_dict"])
+    o2.load_state_dict(checkpoint["optimizer_state_dict"])
+    s2.load_state_dict(checkpoint["scheduler"])
+    torch.set_rng_state(checkpoint["rng"])
+    assert s2.last_epoch == 4 and o2.state_dict()["state"][0]["step"].item() == 4 * 3
+    _train_epochs(torch, m2, o2, s2, loader(), range(checkpoint["epoch"], 10))
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, m2.state_dict()[k]), k
+    assert o2.param_groups[0]["lr"] == optimizer.param_groups[0]["lr"]
+    for s_full, s_res in zip(optimizer.state.values(), o2.state.values()):
+        assert torch.equal(s_full["max_exp_avg_sq"], s_res["max_exp_avg_sq"])
+
+
+def test_checkpoint_loads_across_libraries():
+    # a checkpoint written by PyTorch resumes in ferrotorch and vice versa
+    torch = _torch()
+    torch.manual_seed(0)
+    model, opt, sched = _resumable_setup(torch)
+    x, y = torch.randn(16, 5), torch.randn(16)
+    for _ in range(3):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model.eval()(x).squeeze(1), y).backward()
+        opt.step()
+        sched.step()
+    ours, o2, s2 = _resumable_setup(ferrotorch)
+    _copy_weights(model, ours, ferrotorch)
+    osd = opt.state_dict()
+    o2.load_state_dict({
+        "state": {k: {n: ferrotorch.from_numpy(v.numpy().copy()) for n, v in st.items()}
+                  for k, st in osd["state"].items()},
+        "param_groups": osd["param_groups"]})
+    s2.load_state_dict(sched.state_dict())
+    xf, yf = ferrotorch.from_numpy(x.numpy()), ferrotorch.from_numpy(y.numpy())
+    for _ in range(3):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x).squeeze(1), y).backward()
+        opt.step()
+        sched.step()
+        o2.zero_grad()
+        ferrotorch.nn.functional.mse_loss(ours.eval()(xf).squeeze(1), yf).backward()
+        o2.step()
+        s2.step()
+    assert o2.param_groups[0]["lr"] == pytest.approx(opt.param_groups[0]["lr"])
+    for p, q in zip(ours.parameters(), model.parameters()):
+        _close(p, q, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (n)
+def tagger(M, vocab, tags, pad_idx=0):
+    nn = M.nn
+    rnn_utils = M.nn.utils.rnn
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab, 12, padding_idx=pad_idx)
+            self.lstm = nn.LSTM(12, 16, batch_first=True, bidirectional=True)
+            self.out = nn.Linear(32, tags)
+
+        def forward(self, padded, lengths):
+            packed = rnn_utils.pack_padded_sequence(self.embedding(padded), lengths,
+                                                    batch_first=True, enforce_sorted=False)
+            packed_out, _ = self.lstm(packed)
+            out, out_lens = rnn_utils.pad_packed_sequence(packed_out, batch_first=True,
+                                                          total_length=padded.size(1))
+            return self.out(out)
+
+    def collate_fn(batch):
+        tokens, labels = zip(*batch)
+        lengths = M.tensor([len(t) for t in tokens])
+        tokens = rnn_utils.pad_sequence(tokens, batch_first=True, padding_value=pad_idx)
+        labels = rnn_utils.pad_sequence(labels, batch_first=True, padding_value=-100)
+        return tokens, labels, lengths
+
+    return Tagger(), collate_fn
+
+
+def _tag_data(M, n, seed):
+    """Tag each token 1 if it is larger than the token before it (the first token: 0)."""
+    rng = random.Random(seed)
+    data = []
+    for _ in range(n):
+        seq = [rng.randint(1, 9) for _ in range(rng.randint(2, 9))]
+        tags = [0] + [int(b > a) for a, b in zip(seq, seq[1:])]
+        data.append((M.tensor(seq), M.tensor(tags)))
+    return data
+
+
+def test_padded_sequence_tagger_with_collate_fn():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model, collate_fn = tagger(torch, 10, 2)
+    loader = torch.utils.data.DataLoader(_tag_data(torch, 96, 0), batch_size=16, shuffle=True,
+                                         collate_fn=collate_fn)
+    criterion = torch.nn.CrossEntropyLoss(ignore_index=-100)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for epoch in range(15):
+        for tokens, labels, lengths in loader:
+            logits = model(tokens, lengths)
+            loss = criterion(logits.view(-1, logits.size(-1)), labels.view(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert model.embedding.weight.grad[0].abs().sum().item() == 0  # padding_idx gets none
+    tokens, labels, lengths = collate_fn(_tag_data(torch, 40, 1))
+    with torch.no_grad():
+        pred = model(tokens, lengths).argmax(-1)
+    mask = labels != -100
+    acc = (pred[mask] == labels[mask]).float().mean().item()
+    assert acc > 0.95
+    assert mask.sum().item() == lengths.sum().item()
+
+
+def test_padded_sequence_tagger_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ref_collate = tagger(torch, 10, 3)
+    ours, our_collate = tagger(ferrotorch, 10, 3)
+    _copy_weights(ref, ours, ferrotorch)
+    tokens, labels, lengths = ref_collate(_tag_data(torch, 5, 2))
+    t2, l2, n2 = our_collate(_tag_data(ferrotorch, 5, 2))
+    assert np.array_equal(t2.numpy(), tokens.numpy()) and np.array_equal(l2.numpy(),
+                                                                         labels.numpy())
+    out_ref, out = ref(tokens, lengths), ours(t2, n2)
+    _close(out, out_ref, atol=1e-5)
+    loss_ref = torch.nn.functional.cross_entropy(out_ref.transpose(1, 2), labels)
+    loss = ferrotorch.nn.functional.cross_entropy(out.transpose(1, 2), l2)
+    assert loss.item() == pytest.approx(loss_ref.item(), rel=1e-5)
+    loss_ref.backward()
+    loss.backward()
+    for (n, p), (nr, pr) in zip(ours.named_parameters(), ref.named_parameters()):
+        _close(p.grad, pr.grad, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (o)
+def func_program(M, model, x, t):
+    """The per-sample-gradients and jacobians/hessians tutorials."""
+    from_func = M.func
+    F = M.nn.functional
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def compute_loss(params, buffers, sample, target):
+        batch, targets = sample.unsqueeze(0), target.unsqueeze(0)
+        predictions = from_func.functional_call(model, (params, buffers), (batch,))
+        return F.cross_entropy(predictions, targets)
+
+    ft_compute_grad = from_func.grad(compute_loss)
+    per_sample = from_func.vmap(ft_compute_grad, in_dims=(None, None, 0, 0))(params, buffers,
+                                                                             x, t)
+
+    def f(inp):
+        return from_func.functional_call(model, params, (inp,))
+
+    jac = from_func.jacrev(f)(x[0])
+    jac_fwd = from_func.jacfwd(f)(x[0])
+    batched_jac = from_func.vmap(from_func.jacrev(f))(x)
+
+    def energy(inp):
+        return f(inp).logsumexp(-1)
+
+    hess = from_func.hessian(energy)(x[0])
+    value, grad_x = from_func.grad_and_value(energy)(x[0])[::-1]
+    return per_sample, jac, jac_fwd, batched_jac, hess, grad_x, value
+
+
+def _func_model(M):
+    nn = M.nn
+    return nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+
+
+def test_torch_func_per_sample_grads_jacobians_hessian():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model = _func_model(torch)
+    x, t = torch.randn(4, 3), torch.tensor([0, 1, 1, 0])
+    per_sample, jac, jac_fwd, batched_jac, hess, grad_x, value = func_program(torch, model, x, t)
+    for i in range(4):  # the same as one backward per sample
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(model(x[i:i + 1]), t[i:i + 1]).backward()
+        for name, p in model.named_parameters():
+            assert torch.allclose(per_sample[name][i], p.grad, atol=1e-6), name
+    assert jac.shape == (2, 3) and batched_jac.shape == (4, 2, 3)
+    assert torch.allclose(jac, jac_fwd, atol=1e-6)
+    assert torch.allclose(batched_jac[0], jac, atol=1e-6)
+    full_jac = torch.autograd.functional.jacobian(model, x[0])
+    assert torch.allclose(jac, full_jac, atol=1e-6)
+    assert hess.shape == (3, 3) and torch.allclose(hess, hess.T, atol=1e-6)
+    ref_h = torch.autograd.functional.hessian(lambda v: model(v).logsumexp(-1), x[0])
+    assert torch.allclose(hess, ref_h, atol=1e-5)
+    assert value.item() == pytest.approx(model(x[0]).logsumexp(-1).item(), rel=1e-6)
+    assert grad_x.shape == (3,)
+
+
+def test_torch_func_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = _func_model(torch), _func_model(ferrotorch)
+    _copy_weights(ref, ours, ferrotorch)
+    x, t = torch.randn(4, 3), torch.tensor([1, 1, 0, 1])
+    ref_out = func_program(torch, ref, x, t)
+    out = func_program(ferrotorch, ours, ferrotorch.from_numpy(x.numpy()),
+                       ferrotorch.from_numpy(t.numpy()))
+    for k in ref_out[0]:
+        _close(out[0][k], ref_out[0][k])
+    for a, b in zip(out[1:], ref_out[1:]):
+        _close(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (p)
+def container_model(M):
+    nn = M.nn
+
+    class MultiTask(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.trunk = nn.Sequential(collections.OrderedDict([
+                ("fc1", nn.Linear(4, 16)),
+                ("act1", nn.SiLU()),
+                ("fc2", nn.Linear(16, 16)),
+                ("act2", nn.SiLU()),
+            ]))
+            self.heads = nn.ModuleDict({"cls": nn.Linear(16, 3), "reg": nn.Linear(16, 1)})
+            self.task_scales = nn.ParameterList([nn.Parameter(M.ones(1)) for _ in range(2)])
+            self.biases = nn.ParameterDict({"cls": nn.Parameter(M.zeros(3)),
+                                            "reg": nn.Parameter(M.zeros(1))})
+            self.register_buffer("steps", M.zeros((), dtype=M.long))
+            self.register_buffer("scratch", M.zeros(2), persistent=False)
+
+        def forward(self, x):
+            if self.training:
+                self.steps += 1
+            h = self.trunk(x)
+            return {name: head(h) * self.task_scales[i] + self.biases[name]
+                    for i, (name, head) in enumerate(self.heads.items())}
+
+    return MultiTask()
+
+
+def test_container_modules_multitask():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model = container_model(torch)
+    assert isinstance(model.trunk.fc1, torch.nn.Linear) and model.trunk[0] is model.trunk.fc1
+    assert list(model.heads.keys()) == ["cls", "reg"] and "reg" in model.heads
+    names = [n for n, _ in model.named_parameters()]
+    assert names[:4] == ["trunk.fc1.weight", "trunk.fc1.bias", "trunk.fc2.weight",
+                         "trunk.fc2.bias"]
+    assert "task_scales.1" in names and "biases.reg" in names
+    assert "steps" in model.state_dict() and "scratch" not in model.state_dict()
+    x = torch.randn(64, 4)
+    y_cls = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+    y_reg = x.sum(1, keepdim=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for step in range(100):
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out["cls"], y_cls) + \
+            torch.nn.functional.mse_loss(out["reg"], y_reg)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert model.steps.item() == 100
+    assert loss.item() < 0.3
+    # modules can be added and removed like in a dict / list
+    model.heads["aux"] = torch.nn.Linear(16, 2)
+    model.heads.update({"aux2": torch.nn.Identity()})
+    del model.heads["aux2"]
+    model.task_scales.append(torch.nn.Parameter(torch.ones(1)))
+    assert len(model.heads) == 3 and len(model.task_scales) == 3
+    assert model.trunk[:2](x).shape == (64, 16)
+    model.trunk.insert(4, torch.nn.Dropout(0.0))
+    assert len(model.trunk) == 5 and isinstance(model.trunk[-1], torch.nn.Dropout)
+    children = dict(model.named_children())
+    assert list(children) == ["trunk", "heads", "task_scales", "biases"]
+
+
+def test_container_model_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = container_model(torch), container_model(ferrotorch)
+    assert str(ours) == str(ref).replace("torch.", "ferrotorch.")
+    assert list(ours.state_dict()) == list(ref.state_dict())
+    _copy_weights(ref, ours, ferrotorch)
+    x = torch.randn(3, 4)
+    out_ref = ref(x)
+    out = ours(ferrotorch.from_numpy(x.numpy()))
+    for k in out_ref:
+        _close(out[k], out_ref[k])
+    assert ours.steps.item() == ref.steps.item() == 1
+
+
+# ---------------------------------------------------------------------------- (q)
+def hooked_cnn(M):
+    nn = M.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(8, 3),
+    )
+
+
+def grad_cam(M, model, x, target_class, layer_idx=3):
+    """Feature extraction with forward / full backward hooks, then a Grad-CAM map."""
+    activations, gradients, seen_inputs = {}, {}, []
+
+    def forward_hook(module, inputs, output):
+        activations["value"] = output.detach()
+
+    def backward_hook(module, grad_input, grad_output):
+        gradients["value"] = grad_output[0].detach()
+
+    def pre_hook(module, args):
+        seen_inputs.append(args[0].shape)
+
+    layer = model[layer_idx]
+    handles = [layer.register_forward_hook(forward_hook),
+               layer.register_full_backward_hook(backward_hook),
+               model[0].register_forward_pre_hook(pre_hook)]
+    logits = model(x)
+    model.zero_grad()
+    logits[:, target_class].sum().backward()
+    for h in handles:
+        h.remove()
+    weights = gradients["value"].mean(dim=(2, 3), keepdim=True)
+    cam = M.relu((weights * activations["value"]).sum(dim=1))
+    return activations["value"], gradients["value"], cam, seen_inputs
+
+
+def test_hooks_feature_extraction_grad_cam():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model = hooked_cnn(torch)
+    x = torch.randn(2, 1, 8, 8, requires_grad=True)
+    act, grad, cam, seen = grad_cam(torch, model, x, 1)
+    assert act.shape == (2, 8, 4, 4) and grad.shape == (2, 8, 4, 4) and cam.shape == (2, 4, 4)
+    assert seen == [(2, 1, 8, 8)]
+    assert (cam >= 0).all()
+    # removed hooks no longer fire
+    _, _, _, seen2 = grad_cam(torch, model, x, 0)
+    assert seen2 == [(2, 1, 8, 8)]
+    model(x)
+    assert len(model[0]._forward_pre_hooks) == 0 and len(model[3]._forward_hooks) == 0
+    # a forward hook that returns a value replaces the output; a pre-hook can rewrite the input
+    h1 = model[7].register_forward_hook(lambda m, i, o: o * 0)
+    assert torch.equal(model(x), torch.zeros(2, 3))
+    h1.remove()
+    h2 = model[0].register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+    with torch.no_grad():
+        zero_in = model(x)
+        assert torch.allclose(zero_in, model[1:](model[0](torch.zeros_like(x)))[:0].sum() +
+                              zero_in)
+    h2.remove()
+    # a full backward hook can rescale the gradient flowing to earlier layers
+    h3 = model[3].register_full_backward_hook(lambda m, gi, go: (gi[0] * 2,))
+    x.grad = None
+    model(x).sum().backward()
+    doubled = x.grad.clone()
+    h3.remove()
+    x.grad = None
+    model(x).sum().backward()
+    assert torch.allclose(doubled, 2 * x.grad, atol=1e-6)
+
+
+def test_hooks_grad_cam_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = hooked_cnn(torch), hooked_cnn(ferrotorch)
+    _copy_weights(ref, ours, ferrotorch)
+    x = torch.randn(2, 1, 8, 8, requires_grad=True)
+    xf = ferrotorch.from_numpy(x.detach().numpy()).requires_grad_()
+    ref_out = grad_cam(torch, ref, x, 2)
+    out = grad_cam(ferrotorch, ours, xf, 2)
+    for a, b in zip(out[:3], ref_out[:3]):
+        _close(a, b, atol=1e-6)
+    _close(xf.grad, x.grad, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (r)
+def test_gaussian_nll_and_mixture_density_regression():
+    torch = ferrotorch
+    nn = torch.nn
+    D = torch.distributions
+    torch.manual_seed(0)
+    # heteroscedastic data: noise grows with |x|
+    x = torch.linspace(-2, 2, 256).unsqueeze(1)
+    noise_std = 0.05 + 0.3 * x.abs()
+    y = torch.sin(2 * x) + noise_std * torch.randn_like(x)
+
+    class MeanVar(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh())
+            self.mean = nn.Linear(32, 1)
+            self.var = nn.Sequential(nn.Linear(32, 1), nn.Softplus())
+
+        def forward(self, x):
+            h = self.body(x)
+            return self.mean(h), self.var(h) + 1e-4
+
+    model = MeanVar()
+    criterion = nn.GaussianNLLLoss(eps=1e-6)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for step in range(300):
+        mean, var = model(x)
+        loss = criterion(mean, y, var)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        mean, var = model(torch.tensor([[0.0], [1.8]]))
+    std = var.sqrt().squeeze(1)
+    assert std[0].item() < 0.2 and 0.35 < std[1].item() < 0.9
+    # equals -Normal.log_prob up to the constant
+    nll = -D.Normal(mean, var.sqrt()).log_prob(torch.zeros(2, 1)).mean()
+    full = nn.GaussianNLLLoss(full=True)(mean, torch.zeros(2, 1), var)
+    assert full.item() == pytest.approx(nll.item(), rel=1e-5)
+
+    # a mixture density network on a two-branch target: y = +-sqrt(x) + noise
+    xs = torch.rand(400, 1) * 3 + 0.5
+    branch = torch.randint(0, 2, (400, 1)).float() * 2 - 1
+    ys = branch * xs.sqrt() + 0.05 * torch.randn(400, 1)
+
+    class MDN(nn.Module):
+        def __init__(self, k=2):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(1, 32), nn.Tanh())
+            self.pi, self.mu, self.log_sigma = nn.Linear(32, k), nn.Linear(32, k), \
+                nn.Linear(32, k)
+
+        def forward(self, x):
+            h = self.body(x)
+            mix = D.Categorical(logits=self.pi(h))
+            comp = D.Normal(self.mu(h), self.log_sigma(h).exp())
+            return D.MixtureSameFamily(mix, comp)
+
+    mdn = MDN()
+    opt = torch.optim.Adam(mdn.parameters(), lr=2e-2)
+    for step in range(250):
+        loss = -mdn(xs).log_prob(ys.squeeze(1)).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < -0.5
+    with torch.no_grad():
+        dist = mdn(torch.tensor([[2.0]]))
+        mus = dist.component_distribution.mean.sort().values[0]
+        probs = dist.mixture_distribution.probs[0]
+        samples = dist.sample((200,))
+    assert mus[0].item() == pytest.approx(-math.sqrt(2), abs=0.15)
+    assert mus[1].item() == pytest.approx(math.sqrt(2), abs=0.15)
+    assert (probs > 0.3).all()
+    assert samples.shape == (200, 1) and (samples.abs() > 1).float().mean().item() > 0.9
+
+
+def test_gaussian_nll_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    mu, target = torch.randn(5, 3), torch.randn(5, 3)
+    var_full, var_1 = torch.rand(5, 3) + 0.1, torch.rand(5, 1) + 0.1
+    for var in (var_full, var_1, torch.rand(5) + 0.1):
+        for kw in ({}, {"full": True}, {"reduction": "sum"}, {"reduction": "none", "eps": 0.2}):
+            args = [t.clone().requires_grad_() for t in (mu, target, var)]
+            ours = [ferrotorch.from_numpy(t.detach().numpy()).requires_grad_() for t in args]
+            ref = torch.nn.functional.gaussian_nll_loss(*args, **kw)
+            got = ferrotorch.nn.functional.gaussian_nll_loss(*ours, **kw)
+            _close(got, ref, atol=1e-6)
+            ref.sum().backward()
+            got.sum().backward()
+            for a, b in zip(ours, args):
+                _close(a.grad, b.grad, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (s)
+def nt_xent(M, z1, z2, temperature=0.5):
+    F = M.nn.functional
+    n = z1.size(0)
+    z = F.normalize(M.cat([z1, z2], dim=0), dim=1)
+    sim = z @ z.T / temperature
+    sim = sim.masked_fill(M.eye(2 * n, dtype=M.bool), float("-inf"))
+    labels = (M.arange(2 * n) + n) % (2 * n)
+    return F.cross_entropy(sim, labels), sim, labels
+
+
+def simclr_encoder(M):
+    nn = M.nn
+    return nn.Sequential(nn.Linear(8, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 16))
+
+
+def test_simclr_nt_xent_contrastive():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    encoder = simclr_encoder(torch)
+    optimizer = torch.optim.SGD(encoder.parameters(), lr=0.1, momentum=0.9)
+    base = torch.randn(32, 8)
+
+    def augment(x):
+        return x * (1 + 0.1 * torch.randn_like(x)) + 0.1 * torch.randn_like(x)
+
+    losses = []
+    for step in range(60):
+        loss, _, _ = nt_xent(torch, encoder(augment(base)), encoder(augment(base)), 0.1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.6 * losses[0]
+    encoder.eval()
+    with torch.no_grad():
+        _, sim, labels = nt_xent(torch, encoder(augment(base)), encoder(augment(base)), 0.1)
+    top1 = (sim.argmax(dim=1) == labels).float().mean().item()
+    assert top1 > 0.95
+    assert torch.isinf(sim.diagonal()).all()
+
+
+def test_nt_xent_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = simclr_encoder(torch), simclr_encoder(ferrotorch)
+    _copy_weights(ref, ours, ferrotorch)
+    a, b = torch.randn(6, 8), torch.randn(6, 8)
+    loss_ref, _, _ = nt_xent(torch, ref(a), ref(b), 0.2)
+    loss, _, _ = nt_xent(ferrotorch, ours(ferrotorch.from_numpy(a.numpy())),
+                         ours(ferrotorch.from_numpy(b.numpy())), 0.2)
+    assert loss.item() == pytest.approx(loss_ref.item(), rel=1e-5)
+    loss_ref.backward()
+    loss.backward()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        _close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+    for n, b in ours.named_buffers():
+        _close(b, ref.state_dict()[n])
+
+
+def test_mixture_same_family_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    logits, loc, scale = torch.randn(3, 4), torch.randn(3, 4, 2), torch.rand(3, 4, 2) + 0.5
+    x = torch.randn(5, 3, 2)
+
+    def build(M, logits, loc, scale):
+        D = M.distributions
+        return [
+            D.MixtureSameFamily(D.Categorical(logits=logits), D.Normal(loc[..., 0],
+                                                                       scale[..., 0])),
+            D.MixtureSameFamily(D.Categorical(logits=logits),
+                                D.Independent(D.Normal(loc, scale), 1)),
+            D.MixtureSameFamily(D.Categorical(logits=logits[0]),
+                                D.MultivariateNormal(loc, scale_tril=M.diag_embed(scale))),
+        ]
+
+    args = [t.clone().requires_grad_() for t in (logits, loc, scale)]
+    ours_args = [ferrotorch.from_numpy(t.detach().numpy()).requires_grad_() for t in args]
+    refs, ours = build(torch, *args), build(ferrotorch, *ours_args)
+    xf = ferrotorch.from_numpy(x.numpy())
+    total_ref, total = 0, 0
+    for d, r in zip(ours, refs):
+        assert d.batch_shape == r.batch_shape and d.event_shape == r.event_shape
+        value, value_ref = (xf[..., 0], x[..., 0]) if r.event_shape == () else (xf, x)
+        lp, lp_ref = d.log_prob(value), r.log_prob(value_ref)
+        _close(lp, lp_ref, atol=1e-5)
+        total, total_ref = total + lp.sum(), total_ref + lp_ref.sum()
+        _close(d.mean, r.mean, atol=1e-6)
+        _close(d.variance, r.variance, rtol=1e-5, atol=1e-5)
+        if r.mixture_distribution.batch_shape == r.batch_shape:  # PyTorch samples only then
+            assert d.sample((7,)).shape == r.sample((7,)).shape
+        assert d.expand((2, 3)).log_prob(value[:2]).shape == (2, 3)
+    _close(ours[0].cdf(xf[..., 0]), refs[0].cdf(x[..., 0]), atol=1e-6)
+    total_ref.backward()
+    total.backward()
+    for a, b in zip(ours_args, args):
+        _close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+    assert repr(ours[0]).startswith("MixtureSameFamily(\n  Categorical(")
+    with pytest.raises(ValueError, match="does not equal"):
+        ferrotorch.distributions.MixtureSameFamily(
+            ferrotorch.distributions.Categorical(logits=ferrotorch.zeros(3)),
+            ferrotorch.distributions.Normal(ferrotorch.zeros(4), ferrotorch.ones(4)))
