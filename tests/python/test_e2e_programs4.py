@@ -1658,3 +1658,464 @@ def test_mixture_same_family_matches_torch():
         ferrotorch.distributions.MixtureSameFamily(
             ferrotorch.distributions.Categorical(logits=ferrotorch.zeros(3)),
             ferrotorch.distributions.Normal(ferrotorch.zeros(4), ferrotorch.ones(4)))
+
+
+# ---------------------------------------------------------------------------- (t)
+def test_dqn_replay_memory_target_network():
+    """The DQN tutorial on the corridor: replay memory, a target network updated softly,
+    SmoothL1Loss on Q(s, a) gathered from the policy network, epsilon-greedy exploration."""
+    torch = ferrotorch
+    nn = torch.nn
+    torch.manual_seed(0)
+    rng = random.Random(0)
+    env = Corridor(6)
+    Transition = collections.namedtuple("Transition", ("state", "action", "next_state",
+                                                       "reward", "done"))
+
+    class ReplayMemory:
+        def __init__(self, capacity):
+            self.memory = collections.deque([], maxlen=capacity)
+
+        def push(self, *args):
+            self.memory.append(Transition(*args))
+
+        def sample(self, batch_size):
+            return rng.sample(self.memory, batch_size)
+
+        def __len__(self):
+            return len(self.memory)
+
+    def dqn():
+        return nn.Sequential(nn.Linear(env.n, 32), nn.ReLU(), nn.Linear(32, 2))
+
+    policy_net, target_net = dqn(), dqn()
+    target_net.load_state_dict(policy_net.state_dict())
+    optimizer = torch.optim.AdamW(policy_net.parameters(), lr=5e-3, amsgrad=True)
+    memory = ReplayMemory(1000)
+    GAMMA, TAU, BATCH = 0.9, 0.05, 32
+
+    def one_hot(s):
+        return nn.functional.one_hot(torch.tensor([s]), env.n).float()
+
+    def optimize_model():
+        if len(memory) < BATCH:
+            return
+        batch = Transition(*zip(*memory.sample(BATCH)))
+        state_batch = torch.cat(batch.state)
+        action_batch = torch.cat(batch.action)
+        reward_batch = torch.cat(batch.reward)
+        non_final_mask = torch.tensor([not d for d in batch.done], dtype=torch.bool)
+        non_final_next = torch.cat([s for s, d in zip(batch.next_state, batch.done) if not d])
+        state_action_values = policy_net(state_batch).gather(1, action_batch)
+        next_state_values = torch.zeros(BATCH)
+        with torch.no_grad():
+            next_state_values[non_final_mask] = target_net(non_final_next).max(1).values
+        expected = (next_state_values * GAMMA) + reward_batch
+        loss = nn.SmoothL1Loss()(state_action_values, expected.unsqueeze(1))
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_value_(policy_net.parameters(), 100)
+        optimizer.step()
+
+    steps_done = 0
+    for episode in range(40):
+        state, done = one_hot(env.reset()), False
+        while not done:
+            eps = 0.05 + 0.9 * math.exp(-steps_done / 100)
+            steps_done += 1
+            if rng.random() > eps:
+                with torch.no_grad():
+                    action = policy_net(state).max(1).indices.view(1, 1)
+            else:
+                action = torch.tensor([[rng.randrange(2)]], dtype=torch.long)
+            obs, reward, done = env.step(action.item())
+            next_state = one_hot(obs)
+            memory.push(state, action, next_state, torch.tensor([reward]), done)
+            state = next_state
+            optimize_model()
+            target_sd, policy_sd = target_net.state_dict(), policy_net.state_dict()
+            for key in policy_sd:
+                target_sd[key] = policy_sd[key] * TAU + target_sd[key] * (1 - TAU)
+            target_net.load_state_dict(target_sd)
+    with torch.no_grad():
+        q = policy_net(torch.eye(env.n))
+    assert (q[:-1].argmax(1) == 1).all()  # always go right
+    assert q[env.n - 2, 1].item() > q[0, 1].item()  # values grow toward the goal
+
+
+# ---------------------------------------------------------------------------- (u)
+def gradient_penalty(M, critic, real, fake):
+    alpha = M.rand(real.size(0), 1)
+    interpolates = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    d_interpolates = critic(interpolates)
+    gradients = M.autograd.grad(outputs=d_interpolates, inputs=interpolates,
+                                grad_outputs=M.ones_like(d_interpolates), create_graph=True,
+                                retain_graph=True, only_inputs=True)[0]
+    return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+
+
+def wgan_nets(M):
+    nn = M.nn
+    generator = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 2))
+    critic = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 32),
+                           nn.LeakyReLU(0.2), nn.Linear(32, 1))
+    return generator, critic
+
+
+def test_wgan_gp_on_shifted_gaussian():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    generator, critic = wgan_nets(torch)
+    opt_g = torch.optim.Adam(generator.parameters(), lr=2e-3, betas=(0.5, 0.9))
+    opt_c = torch.optim.Adam(critic.parameters(), lr=2e-3, betas=(0.5, 0.9))
+    target_mean = torch.tensor([2.0, -1.0])
+    late_means = []
+    for it in range(200):
+        for _ in range(3):
+            real = target_mean + 0.3 * torch.randn(64, 2)
+            fake = generator(torch.randn(64, 2)).detach()
+            loss_c = critic(fake).mean() - critic(real).mean() + \
+                10 * gradient_penalty(torch, critic, real, fake)
+            opt_c.zero_grad()
+            loss_c.backward()
+            opt_c.step()
+        loss_g = -critic(generator(torch.randn(64, 2))).mean()
+        opt_g.zero_grad()
+        loss_g.backward()
+        opt_g.step()
+        if it >= 100:  # the adversarial game oscillates: average the late generators
+            with torch.no_grad():
+                late_means.append(generator(torch.randn(256, 2)).mean(0))
+    assert torch.allclose(torch.stack(late_means).mean(0), target_mean, atol=0.3)
+
+
+def test_gradient_penalty_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref_g, ref_c = wgan_nets(torch)
+    our_g, our_c = wgan_nets(ferrotorch)
+    _copy_weights(ref_c, our_c, ferrotorch)
+    real, fake = torch.randn(8, 2), torch.randn(8, 2)
+    torch.manual_seed(5)
+    alpha = torch.rand(8, 1)
+    torch.manual_seed(5)
+    gp_ref = gradient_penalty(torch, ref_c, real, fake)
+    ferrotorch_rand = ferrotorch.rand
+    ferrotorch.rand = lambda *shape: ferrotorch.from_numpy(alpha.numpy())
+    try:
+        gp = gradient_penalty(ferrotorch, our_c, ferrotorch.from_numpy(real.numpy()),
+                              ferrotorch.from_numpy(fake.numpy()))
+    finally:
+        ferrotorch.rand = ferrotorch_rand
+    assert gp.item() == pytest.approx(gp_ref.item(), rel=1e-5)
+    gp_ref.backward()
+    gp.backward()
+    for p, q in zip(our_c.parameters(), ref_c.parameters()):
+        # the hidden biases reach the penalty only through LeakyReLU's (piecewise constant)
+        # derivative: PyTorch gives them zero gradients, ferrotorch None (see the xfail below)
+        if q.grad is None:  # the output bias does not reach it at all
+            assert p.grad is None
+            continue
+        grad = p.grad if p.grad is not None else ferrotorch.zeros_like(p)
+        _close(grad, q.grad, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="Rust autograd: relu/leaky_relu backward builds its "
+                   "mask with a non-differentiable comparison, so a double backward leaves "
+                   "None where PyTorch's threshold_backward gives zeros")
+def test_double_backward_through_relu_gives_zero_not_none():
+    torch = ferrotorch
+    x = torch.randn(4, 2, requires_grad=True)
+    b = torch.zeros(3, requires_grad=True)
+    w = torch.randn(3, 2, requires_grad=True)
+    for act in (torch.relu, torch.nn.functional.leaky_relu):
+        b.grad = None
+        (g,) = torch.autograd.grad(act(x @ w.T + b).sum(), x, create_graph=True)
+        g.pow(2).sum().backward()
+        assert b.grad is not None and torch.equal(b.grad, torch.zeros(3))
+
+
+# ---------------------------------------------------------------------------- (v)
+def test_swa_averaged_model_and_ema():
+    torch = ferrotorch
+    nn = torch.nn
+    from ferrotorch.optim.swa_utils import SWALR, AveragedModel, get_ema_multi_avg_fn, update_bn
+
+    torch.manual_seed(0)
+    x = torch.randn(128, 4)
+    y = (x @ torch.tensor([1.0, -2.0, 0.5, 0.0])).unsqueeze(1)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=32,
+                                         shuffle=True)
+    model = nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    swa_model = AveragedModel(model)
+    ema_model = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.9))
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=20)
+    swa_start = 10
+    swa_scheduler = SWALR(optimizer, swa_lr=0.01, anneal_epochs=3)
+    snapshots = []
+    for epoch in range(20):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(xb), yb).backward()
+            optimizer.step()
+            ema_model.update_parameters(model)
+        if epoch >= swa_start:
+            swa_model.update_parameters(model)
+            snapshots.append([p.detach().clone() for p in model.parameters()])
+            swa_scheduler.step()
+        else:
+            scheduler.step()
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.01)
+    assert swa_model.n_averaged.item() == 10
+    for avg, *snaps in zip(swa_model.module.parameters(), *snapshots):
+        assert torch.allclose(avg, torch.stack(snaps).mean(0), atol=1e-5)
+    update_bn(loader, swa_model)
+    bn = swa_model.module[1]
+    assert bn.num_batches_tracked.item() == 4 and bn.momentum == 0.1
+    swa_model.eval()
+    ema_model.eval()
+    with torch.no_grad():
+        assert nn.functional.mse_loss(swa_model(x), y).item() < 0.05
+        assert nn.functional.mse_loss(ema_model(x), y).item() < 0.5
+    assert "n_averaged" in swa_model.state_dict()
+
+
+# ---------------------------------------------------------------------------- (w)
+def espcn(M, upscale=2):
+    nn = M.nn
+
+    class SuperResolutionNet(nn.Module):
+        """The super-resolution tutorial's ESPCN: sub-pixel convolution via PixelShuffle."""
+
+        def __init__(self):
+            super().__init__()
+            self.relu = nn.ReLU()
+            self.conv1 = nn.Conv2d(1, 16, 5, 1, 2)
+            self.conv2 = nn.Conv2d(16, 16, 3, 1, 1)
+            self.conv3 = nn.Conv2d(16, upscale ** 2, 3, 1, 1)
+            self.pixel_shuffle = nn.PixelShuffle(upscale)
+            self._initialize_weights()
+
+        def forward(self, x):
+            x = self.relu(self.conv1(x))
+            x = self.relu(self.conv2(x))
+            return self.pixel_shuffle(self.conv3(x))
+
+        def _initialize_weights(self):
+            init = nn.init
+            init.orthogonal_(self.conv1.weight, init.calculate_gain("relu"))
+            init.orthogonal_(self.conv2.weight, init.calculate_gain("relu"))
+            init.orthogonal_(self.conv3.weight)
+
+    return SuperResolutionNet()
+
+
+def _smooth_images(M, n, size, seed):
+    g = M.Generator().manual_seed(seed)
+    coarse = M.rand(n, 1, 4, 4, generator=g)
+    return M.nn.functional.interpolate(coarse, size=(size, size), mode="bicubic",
+                                       align_corners=False).clamp(0, 1)
+
+
+def test_super_resolution_pixel_shuffle():
+    torch = ferrotorch
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    model = espcn(torch)
+    hr = _smooth_images(torch, 16, 16, 0)
+    lr = F.avg_pool2d(hr, 2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for step in range(300):
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(lr), hr)
+        loss.backward()
+        optimizer.step()
+    hr_t = _smooth_images(torch, 8, 16, 1)
+    lr_t = F.avg_pool2d(hr_t, 2)
+    with torch.no_grad():
+        mse = F.mse_loss(model(lr_t), hr_t).item()
+        baseline = F.mse_loss(F.interpolate(lr_t, scale_factor=2, mode="nearest"), hr_t).item()
+    psnr = 10 * math.log10(1 / mse)
+    assert mse < baseline and psnr > 25
+    assert torch.equal(F.pixel_unshuffle(F.pixel_shuffle(lr_t.repeat(1, 4, 1, 1), 2), 2),
+                       lr_t.repeat(1, 4, 1, 1))
+
+
+def test_super_resolution_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = espcn(torch, 3), espcn(ferrotorch, 3)
+    _copy_weights(ref, ours, ferrotorch)
+    x = torch.rand(2, 1, 5, 5)
+    _close(ours(ferrotorch.from_numpy(x.numpy())), ref(x), atol=1e-5)
+    # the data pipeline (bicubic upsampling) and the init helpers agree too
+    coarse = torch.rand(2, 1, 4, 4)
+    for kw in ({"size": (12, 12), "mode": "bicubic", "align_corners": False},
+               {"scale_factor": 2.5, "mode": "bicubic", "align_corners": True},
+               {"scale_factor": 2, "mode": "bilinear", "antialias": False}):
+        _close(ferrotorch.nn.functional.interpolate(ferrotorch.from_numpy(coarse.numpy()), **kw),
+               torch.nn.functional.interpolate(coarse, **kw), atol=1e-5)
+    assert ferrotorch.nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(
+        torch.nn.init.calculate_gain("leaky_relu", 0.2))
+    q = ferrotorch.nn.init.orthogonal_(ferrotorch.empty(6, 4), 2.0)
+    np.testing.assert_allclose(_np(q.T @ q), 4 * np.eye(4), atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (x)
+def tiny_vit(M, image=8, patch=4, dim=16, classes=3):
+    nn = M.nn
+    F = M.nn.functional
+
+    class PatchAttention(nn.Module):
+        def __init__(self, heads=2):
+            super().__init__()
+            self.heads = heads
+            self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            B, N, C = x.shape
+            q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads) \
+                .permute(2, 0, 3, 1, 4).unbind(0)
+            attn = M.einsum("bhnd,bhmd->bhnm", q, k) * (C // self.heads) ** -0.5
+            out = M.einsum("bhnm,bhmd->bhnd", attn.softmax(dim=-1), v)
+            return self.proj(out.transpose(1, 2).reshape(B, N, C))
+
+    class ViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            n = (image // patch) ** 2
+            self.to_patch = nn.Linear(patch * patch, dim)
+            self.cls_token = nn.Parameter(M.zeros(1, 1, dim))
+            self.pos_embed = nn.Parameter(M.randn(1, n + 1, dim) * 0.02)
+            self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.attn = PatchAttention()
+            self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(approximate="tanh"),
+                                     nn.Linear(2 * dim, dim))
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, img):
+            patches = F.unfold(img, kernel_size=patch, stride=patch).transpose(1, 2)
+            x = self.to_patch(patches)
+            x = M.cat([self.cls_token.expand(x.size(0), -1, -1), x], dim=1) + self.pos_embed
+            x = x + self.attn(self.norm1(x))
+            x = x + self.mlp(self.norm2(x))
+            return self.head(x[:, 0])
+
+    return ViT()
+
+
+def _stripes(M, n, seed):
+    """Class 0: horizontal stripes, 1: vertical, 2: checkerboard; random phase and noise."""
+    g = M.Generator().manual_seed(seed)
+    labels = M.arange(n) % 3
+    r = M.arange(8).view(8, 1).expand(8, 8)
+    c = M.arange(8).view(1, 8).expand(8, 8)
+    imgs = []
+    for i, lab in enumerate(labels.tolist()):
+        phase = int(M.randint(0, 2, (1,), generator=g).item())
+        pattern = [(r + phase) % 2, (c + phase) % 2, (r + c + phase) % 2][lab]
+        imgs.append(pattern.float() + 0.3 * M.randn(8, 8, generator=g))
+    return M.stack(imgs).unsqueeze(1), labels
+
+
+def test_vision_transformer_patches_einsum():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model = tiny_vit(torch)
+    x, y = _stripes(torch, 48, 0)
+    no_decay = ["bias", "norm", "cls_token", "pos_embed"]
+    groups = [
+        {"params": [p for n, p in model.named_parameters()
+                    if not any(nd in n for nd in no_decay)], "weight_decay": 0.05},
+        {"params": [p for n, p in model.named_parameters()
+                    if any(nd in n for nd in no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=5e-3)
+    for step in range(60):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    xt, yt = _stripes(torch, 24, 1)
+    with torch.no_grad():
+        acc = (model(xt).argmax(1) == yt).float().mean().item()
+    assert acc > 0.9
+    assert model.cls_token.grad is not None
+
+
+def test_vision_transformer_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = tiny_vit(torch), tiny_vit(ferrotorch)
+    _copy_weights(ref, ours, ferrotorch)
+    x, y = _stripes(torch, 4, 0)
+    loss_ref = torch.nn.functional.cross_entropy(ref(x), y)
+    loss = ferrotorch.nn.functional.cross_entropy(ours(ferrotorch.from_numpy(x.numpy())),
+                                                  ferrotorch.from_numpy(y.numpy()))
+    assert loss.item() == pytest.approx(loss_ref.item(), rel=1e-5)
+    loss_ref.backward()
+    loss.backward()
+    for (n, p), (nr, pr) in zip(ours.named_parameters(), ref.named_parameters()):
+        assert n == nr
+        _close(p.grad, pr.grad, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (y)
+def test_ctc_speech_recognizer():
+    """A tiny 'speech' model: frames are noisy one-hot symbols repeated a random number of
+    times; a bidirectional GRU with CTC loss learns to transcribe them (greedy decoding)."""
+    torch = ferrotorch
+    nn = torch.nn
+    torch.manual_seed(0)
+    rng = random.Random(0)
+    n_sym = 4  # symbols 1..4, blank 0
+
+    def utterance():
+        labels = [rng.randint(1, n_sym) for _ in range(rng.randint(2, 4))]
+        frames = []
+        prev = None
+        for lab in labels:
+            if lab == prev:
+                frames.append(0)  # a silence frame between repeated symbols
+            frames.extend([lab] * rng.randint(1, 3))
+            prev = lab
+        feats = nn.functional.one_hot(torch.tensor(frames), n_sym + 1).float()
+        return feats + 0.1 * torch.randn_like(feats), torch.tensor(labels)
+
+    class Recognizer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(n_sym + 1, 24, bidirectional=True)
+            self.fc = nn.Linear(48, n_sym + 1)
+
+        def forward(self, x):  # (T, N, C)
+            return self.fc(self.rnn(x)[0]).log_softmax(2)
+
+    model = Recognizer()
+    ctc = nn.CTCLoss(blank=0, zero_infinity=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    data = [utterance() for _ in range(48)]
+    for epoch in range(12):
+        for i in range(0, len(data), 16):
+            batch = data[i:i + 16]
+            feats = nn.utils.rnn.pad_sequence([f for f, _ in batch])  # (T, N, C)
+            input_lengths = torch.tensor([len(f) for f, _ in batch])
+            targets = torch.cat([t for _, t in batch])
+            target_lengths = torch.tensor([len(t) for _, t in batch])
+            loss = ctc(model(feats), targets, input_lengths, target_lengths)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert loss.item() < 0.5
+
+    def greedy(feats):
+        with torch.no_grad():
+            best = model(feats.unsqueeze(1)).argmax(2).squeeze(1).tolist()
+        out = [b for j, b in enumerate(best) if b != 0 and (j == 0 or b != best[j - 1])]
+        return out
+
+    test = [utterance() for _ in range(10)]
+    correct = sum(greedy(f) == t.tolist() for f, t in test)
+    assert correct >= 9
