@@ -2119,3 +2119,310 @@ def test_ctc_speech_recognizer():
     test = [utterance() for _ in range(10)]
     correct = sum(greedy(f) == t.tolist() for f, t in test)
     assert correct >= 9
+
+
+# ---------------------------------------------------------------------------- (z)
+def test_neural_style_transfer_module_surgery():
+    """The neural-style tutorial: loss modules inserted into a copy of a feature network
+    (add_module / isinstance surgery), Gram matrices, optimizing the input image with LBFGS
+    and clamping it in place under no_grad."""
+    torch = ferrotorch
+    nn = torch.nn
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    cnn = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(inplace=True),
+                        nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+                        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(inplace=True)).eval()
+    for p in cnn.parameters():
+        p.requires_grad_(False)
+
+    def gram_matrix(x):
+        a, b, c, d = x.size()
+        features = x.view(a * b, c * d)
+        return torch.mm(features, features.t()).div(a * b * c * d)
+
+    class ContentLoss(nn.Module):
+        def __init__(self, target):
+            super().__init__()
+            self.target = target.detach()
+
+        def forward(self, x):
+            self.loss = F.mse_loss(x, self.target)
+            return x
+
+    class StyleLoss(nn.Module):
+        def __init__(self, target_feature):
+            super().__init__()
+            self.target = gram_matrix(target_feature).detach()
+
+        def forward(self, x):
+            self.loss = F.mse_loss(gram_matrix(x), self.target)
+            return x
+
+    class Normalization(nn.Module):
+        def __init__(self, mean, std):
+            super().__init__()
+            self.mean = torch.tensor(mean).view(-1, 1, 1)
+            self.std = torch.tensor(std).view(-1, 1, 1)
+
+        def forward(self, img):
+            return (img - self.mean) / self.std
+
+    style_img = torch.rand(1, 3, 16, 16)
+    content_img = torch.rand(1, 3, 16, 16)
+    content_layers, style_layers = ["conv_2"], ["conv_1", "conv_2", "conv_3"]
+    model = nn.Sequential(Normalization([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]))
+    content_losses, style_losses = [], []
+    i = 0
+    for layer in cnn.children():
+        if isinstance(layer, nn.Conv2d):
+            i += 1
+            name = f"conv_{i}"
+        elif isinstance(layer, nn.ReLU):
+            name = f"relu_{i}"
+            layer = nn.ReLU(inplace=False)
+        elif isinstance(layer, nn.MaxPool2d):
+            name = f"pool_{i}"
+        else:
+            raise RuntimeError(f"Unrecognized layer: {layer.__class__.__name__}")
+        model.add_module(name, layer)
+        if name in content_layers:
+            content_loss = ContentLoss(model(content_img).detach())
+            model.add_module(f"content_loss_{i}", content_loss)
+            content_losses.append(content_loss)
+        if name in style_layers:
+            style_loss = StyleLoss(model(style_img).detach())
+            model.add_module(f"style_loss_{i}", style_loss)
+            style_losses.append(style_loss)
+    for i in range(len(model) - 1, -1, -1):
+        if isinstance(model[i], (ContentLoss, StyleLoss)):
+            break
+    model = model[:(i + 1)]
+    assert [type(m).__name__ for m in model][-2:] == ["Conv2d", "StyleLoss"]
+    assert list(dict(model.named_children()))[:3] == ["0", "conv_1", "style_loss_1"]
+
+    input_img = content_img.clone()
+    input_img.requires_grad_(True)
+    model.eval()
+    model.requires_grad_(False)
+    optimizer = torch.optim.LBFGS([input_img])
+    history = []
+    for run in range(4):
+        def closure():
+            with torch.no_grad():
+                input_img.clamp_(0, 1)
+            optimizer.zero_grad()
+            model(input_img)
+            style_score = 1e4 * sum(sl.loss for sl in style_losses)
+            content_score = sum(cl.loss for cl in content_losses)
+            loss = style_score + content_score
+            loss.backward()
+            history.append((style_score.item(), content_score.item()))
+            return style_score + content_score
+
+        optimizer.step(closure)
+    with torch.no_grad():
+        input_img.clamp_(0, 1)
+    assert history[-1][0] < 0.2 * history[0][0]
+    assert history[0][1] == 0.0 and history[-1][1] > 0
+    assert input_img.min().item() >= 0 and input_img.max().item() <= 1
+    assert all(p.grad is None for p in cnn.parameters())
+
+
+# ---------------------------------------------------------------------------- (aa)
+def gcn(M, in_dim, hidden, classes):
+    nn = M.nn
+    F = M.nn.functional
+
+    class GCNLayer(nn.Module):
+        """Message passing with index_add_: h'_i = W * sum_j norm_ij h_j over edges j -> i."""
+
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.lin = nn.Linear(cin, cout, bias=False)
+            self.bias = nn.Parameter(M.zeros(cout))
+
+        def forward(self, x, edge_index):
+            num_nodes = x.size(0)
+            loops = M.arange(num_nodes).unsqueeze(0).repeat(2, 1)
+            edge_index = M.cat([edge_index, loops], dim=1)
+            src, dst = edge_index
+            deg = M.zeros(num_nodes).scatter_add_(0, dst, M.ones(dst.size(0)))
+            norm = deg[src].rsqrt() * deg[dst].rsqrt()
+            h = self.lin(x)
+            out = M.zeros_like(h).index_add_(0, dst, h[src] * norm.unsqueeze(1))
+            return out + self.bias
+
+    class GCN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = GCNLayer(in_dim, hidden)
+            self.conv2 = GCNLayer(hidden, classes)
+
+        def forward(self, x, edge_index):
+            x = F.dropout(F.relu(self.conv1(x, edge_index)), p=0.5, training=self.training)
+            return F.log_softmax(self.conv2(x, edge_index), dim=1)
+
+    return GCN()
+
+
+def _two_communities(M, seed):
+    """Two 12-node communities, dense inside, one bridge; only 2 nodes per class labelled."""
+    rng = random.Random(seed)
+    edges = []
+    for base in (0, 12):
+        for i in range(12):
+            for j in range(i + 1, 12):
+                if rng.random() < 0.4:
+                    edges += [(base + i, base + j), (base + j, base + i)]
+    edges += [(0, 12), (12, 0)]
+    edge_index = M.tensor(edges).t().contiguous()
+    y = M.tensor([0] * 12 + [1] * 12)
+    x = M.eye(24)  # featureless nodes
+    train_mask = M.zeros(24, dtype=M.bool)
+    train_mask[[1, 2, 13, 14]] = True
+    return x, edge_index, y, train_mask
+
+
+def test_gcn_node_classification_message_passing():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    x, edge_index, y, train_mask = _two_communities(torch, 0)
+    model = gcn(torch, 24, 16, 2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    model.train()
+    for epoch in range(100):
+        optimizer.zero_grad()
+        out = model(x, edge_index)
+        loss = torch.nn.functional.nll_loss(out[train_mask], y[train_mask])
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    pred = model(x, edge_index).argmax(dim=1)
+    acc = int((pred[~train_mask] == y[~train_mask]).sum()) / int((~train_mask).sum())
+    assert acc > 0.9
+
+
+def test_gcn_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = gcn(torch, 24, 8, 2), gcn(ferrotorch, 24, 8, 2)
+    _copy_weights(ref, ours, ferrotorch)
+    ref.eval()
+    ours.eval()
+    x, edge_index, y, mask = _two_communities(torch, 1)
+    args = [ferrotorch.from_numpy(t.numpy()) for t in (x, edge_index, y, mask)]
+    out_ref, out = ref(x, edge_index), ours(args[0], args[1])
+    _close(out, out_ref, atol=1e-6)
+    torch.nn.functional.nll_loss(out_ref[mask], y[mask]).backward()
+    ferrotorch.nn.functional.nll_loss(out[args[3]], args[2][args[3]]).backward()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        _close(p.grad, q.grad, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (bb)
+def realnvp(M, dim=2, hidden=32, n_layers=4):
+    nn = M.nn
+
+    class Coupling(nn.Module):
+        def __init__(self, mask):
+            super().__init__()
+            self.register_buffer("mask", mask)
+            self.s = nn.Sequential(nn.Linear(dim, hidden), nn.Tanh(), nn.Linear(hidden, dim),
+                                   nn.Tanh())
+            self.t = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))
+
+        def forward(self, x):  # data -> latent
+            xm = x * self.mask
+            s = self.s(xm) * (1 - self.mask)
+            t = self.t(xm) * (1 - self.mask)
+            z = xm + (1 - self.mask) * (x * M.exp(s) + t)
+            return z, s.sum(dim=1)
+
+        def inverse(self, z):
+            zm = z * self.mask
+            s = self.s(zm) * (1 - self.mask)
+            t = self.t(zm) * (1 - self.mask)
+            return zm + (1 - self.mask) * ((z - t) * M.exp(-s))
+
+    class RealNVP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            masks = [M.tensor([1.0, 0.0]) if i % 2 == 0 else M.tensor([0.0, 1.0])
+                     for i in range(n_layers)]
+            self.layers = nn.ModuleList(Coupling(m) for m in masks)
+            self.register_buffer("loc", M.zeros(dim))
+            self.register_buffer("cov", M.eye(dim))
+
+        @property
+        def prior(self):
+            return M.distributions.MultivariateNormal(self.loc, self.cov)
+
+        def forward(self, x):
+            log_det = M.zeros(x.size(0))
+            for layer in self.layers:
+                x, ld = layer(x)
+                log_det = log_det + ld
+            return x, log_det
+
+        def log_prob(self, x):
+            z, log_det = self(x)
+            return self.prior.log_prob(z) + log_det
+
+        def sample(self, n):
+            z = self.prior.sample((n,))
+            for layer in reversed(self.layers):
+                z = layer.inverse(z)
+            return z
+
+    return RealNVP()
+
+
+def _two_moons(M, n, seed):
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, np.pi, n)
+    upper = rng.random(n) < 0.5
+    x = np.where(upper, np.cos(t), 1 - np.cos(t))
+    y = np.where(upper, np.sin(t), 0.5 - np.sin(t))
+    pts = np.stack([x, y], 1) + 0.05 * rng.standard_normal((n, 2))
+    return M.from_numpy(pts.astype(np.float32))
+
+
+def test_realnvp_normalizing_flow():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    flow = realnvp(torch)
+    data = _two_moons(torch, 512, 0)
+    optimizer = torch.optim.Adam(flow.parameters(), lr=5e-3)
+    for step in range(300):
+        idx = torch.randint(0, 512, (128,))
+        loss = -flow.log_prob(data[idx]).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        nll = -flow.log_prob(data).mean().item()
+        z, _ = flow(data[:10])
+        x_rec = z
+        for layer in reversed(flow.layers):
+            x_rec = layer.inverse(x_rec)
+        samples = flow.sample(500)
+    assert nll < 1.2  # a standard normal fit of the moons scores about 2.1
+    assert torch.allclose(x_rec, data[:10], atol=1e-5)
+    assert samples.shape == (500, 2)
+    assert abs(samples[:, 0].mean().item() - data[:, 0].mean().item()) < 0.2
+
+
+def test_realnvp_log_prob_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = realnvp(torch), realnvp(ferrotorch)
+    _copy_weights(ref, ours, ferrotorch)
+    x = _two_moons(torch, 16, 1)
+    lp_ref = ref.log_prob(x)
+    lp = ours.log_prob(ferrotorch.from_numpy(x.numpy()))
+    _close(lp, lp_ref, atol=1e-5)
+    lp_ref.mean().backward()
+    lp.mean().backward()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        _close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
