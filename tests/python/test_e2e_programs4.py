@@ -2426,3 +2426,195 @@ def test_realnvp_log_prob_matches_torch():
     lp.mean().backward()
     for p, q in zip(ours.parameters(), ref.parameters()):
         _close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (cc)
+def tcn(M, channels=8, levels=3, kernel_size=3):
+    nn = M.nn
+    F = M.nn.functional
+    weight_norm = M.nn.utils.parametrizations.weight_norm
+
+    class CausalBlock(nn.Module):
+        def __init__(self, cin, cout, dilation):
+            super().__init__()
+            self.pad = (kernel_size - 1) * dilation
+            self.conv1 = weight_norm(nn.Conv1d(cin, cout, kernel_size, dilation=dilation))
+            self.conv2 = weight_norm(nn.Conv1d(cout, cout, kernel_size, dilation=dilation))
+            self.downsample = nn.Conv1d(cin, cout, 1) if cin != cout else None
+
+        def forward(self, x):
+            out = F.relu(self.conv1(F.pad(x, (self.pad, 0))))
+            out = F.relu(self.conv2(F.pad(out, (self.pad, 0))))
+            res = x if self.downsample is None else self.downsample(x)
+            return F.relu(out + res)
+
+    class TCN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.network = nn.Sequential(*[
+                CausalBlock(1 if i == 0 else channels, channels, 2 ** i) for i in range(levels)])
+            self.linear = nn.Linear(channels, 1)
+
+        def forward(self, x):  # (N, 1, L) -> (N, L)
+            return self.linear(self.network(x).transpose(1, 2)).squeeze(-1)
+
+    return TCN()
+
+
+def test_temporal_conv_net_copy_memory():
+    """A dilated causal TCN learns to output the input delayed by 5 steps; causality means
+    no output may depend on later inputs."""
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model = tcn(torch)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    delay = 5
+    for step in range(120):
+        x = torch.randn(16, 1, 24)
+        target = torch.nn.functional.pad(x[:, 0, :-delay], (delay, 0))
+        loss = torch.nn.functional.mse_loss(model(x), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.1
+    x = torch.randn(1, 1, 24, requires_grad=True)
+    model(x)[0, 10].backward()
+    assert (x.grad[0, 0, 11:] == 0).all() and x.grad[0, 0, 10 - delay].abs().item() > 0.1
+    assert "network.0.conv1.parametrizations.weight.original0" in model.state_dict()
+
+
+def test_temporal_conv_net_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    ref, ours = tcn(torch), tcn(ferrotorch)
+    assert list(ours.state_dict()) == list(ref.state_dict())
+    _copy_weights(ref, ours, ferrotorch)
+    x = torch.randn(2, 1, 16)
+    out_ref, out = ref(x), ours(ferrotorch.from_numpy(x.numpy()))
+    _close(out, out_ref, atol=1e-5)
+    out_ref.square().mean().backward()
+    out.square().mean().backward()
+    for (n, p), (nr, q) in zip(ours.named_parameters(), ref.named_parameters()):
+        assert n == nr
+        _close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (dd)
+def focal_loss(M, logits, target, alpha, gamma=2.0):
+    log_p = M.nn.functional.log_softmax(logits, dim=1)
+    log_pt = log_p.gather(1, target.unsqueeze(1)).squeeze(1)
+    pt = log_pt.exp()
+    return (-alpha[target] * (1 - pt) ** gamma * log_pt).mean()
+
+
+def test_imbalanced_classification_focal_loss_and_metrics():
+    torch = ferrotorch
+    nn = torch.nn
+    torch.manual_seed(0)
+    # 3 classes with 80/15/5 % of the samples
+    n = 400
+    y = torch.multinomial(torch.tensor([0.8, 0.15, 0.05]), n, replacement=True)
+    centers = torch.tensor([[0.0, 0.0], [2.5, 0.0], [0.0, 2.5]])
+    x = centers[y] + 0.7 * torch.randn(n, 2)
+    counts = torch.bincount(y, minlength=3)
+    class_weights = counts.sum() / (3 * counts.float())
+    model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
+    weighted_ce = nn.CrossEntropyLoss(weight=class_weights)
+    for step in range(150):
+        logits = model(x)
+        loss = focal_loss(torch, logits, y, class_weights) + 0.5 * weighted_ce(logits, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.inference_mode():
+        pred = model(x).argmax(1)
+    assert not pred.requires_grad and torch.is_grad_enabled()
+    confusion = torch.zeros(3, 3, dtype=torch.long)
+    confusion.index_put_((y, pred), torch.ones(n, dtype=torch.long), accumulate=True)
+    assert confusion.sum().item() == n
+    assert torch.equal(confusion, torch.bincount(y * 3 + pred, minlength=9).view(3, 3))
+    tp = confusion.diag().float()
+    recall = tp / confusion.sum(1).float()
+    precision = tp / confusion.sum(0).float().clamp(min=1)
+    f1 = 2 * precision * recall / (precision + recall).clamp(min=1e-8)
+    assert recall.min().item() > 0.75  # the rare class is found too
+    assert f1.mean().item() > 0.75
+    # BCEWithLogits with pos_weight for the one-vs-rest view of the rarest class
+    binary = (y == 2).float()
+    head = nn.Linear(2, 1)
+    opt = torch.optim.SGD(head.parameters(), lr=0.5)
+    bce = nn.BCEWithLogitsLoss(pos_weight=(1 - binary).sum() / binary.sum())
+    for step in range(100):
+        opt.zero_grad()
+        bce(head(x).squeeze(1), binary).backward()
+        opt.step()
+    with torch.no_grad():
+        hits = (head(x).squeeze(1) > 0)[binary.bool()].float().mean().item()
+    assert hits > 0.8
+
+
+def test_focal_and_weighted_losses_match_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    logits, y = torch.randn(10, 4), torch.randint(0, 4, (10,))
+    w = torch.rand(4) + 0.5
+    pos_w = torch.tensor([3.0])
+    t = torch.rand(10)
+
+    def losses(M, logits, y, w, pos_w, t):
+        nn, F = M.nn, M.nn.functional
+        return [focal_loss(M, logits, y, w),
+                nn.CrossEntropyLoss(weight=w)(logits, y),
+                nn.CrossEntropyLoss(weight=w, label_smoothing=0.1)(logits, y),
+                nn.NLLLoss(weight=w, reduction="sum")(F.log_softmax(logits, 1), y),
+                nn.BCEWithLogitsLoss(pos_weight=pos_w)(logits[:, 0], t),
+                nn.BCEWithLogitsLoss(weight=t)(logits[:, 1], (t > 0.5).float()),
+                nn.MultiLabelSoftMarginLoss(weight=w)(logits, (logits > 0).float())]
+
+    lr = logits.clone().requires_grad_()
+    lf = ferrotorch.from_numpy(logits.numpy()).requires_grad_()
+    ref = losses(torch, lr, y, w, pos_w, t)
+    got = losses(ferrotorch, lf, *[ferrotorch.from_numpy(a.numpy()) for a in (y, w, pos_w, t)])
+    for a, b in zip(got, ref):
+        assert a.item() == pytest.approx(b.item(), rel=1e-5)
+    sum(ref).backward()
+    sum(got).backward()
+    _close(lf.grad, lr.grad, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (ee)
+def test_beam_search_decoding():
+    """Beam search over a fixed bigram 'language model' with topk / gather / index_select /
+    repeat_interleave, checked against exhaustive search."""
+    torch = ferrotorch
+    torch.manual_seed(0)
+    vocab, steps, beam = 5, 4, 3
+    log_probs = torch.log_softmax(torch.randn(vocab, vocab) * 2, dim=1)  # next | prev
+    start = torch.tensor([0, 3])  # a batch of two prompts
+
+    batch = start.size(0)
+    seqs = start.repeat_interleave(beam).view(batch * beam, 1)
+    scores = torch.tensor([0.0] + [float("-inf")] * (beam - 1)).repeat(batch)
+    for _ in range(steps):
+        step_lp = log_probs.index_select(0, seqs[:, -1])                 # (B*beam, V)
+        cand = (scores.unsqueeze(1) + step_lp).view(batch, beam * vocab)
+        top_scores, top_idx = cand.topk(beam, dim=1)                    # (B, beam)
+        origin = torch.div(top_idx, vocab, rounding_mode="floor")
+        token = top_idx % vocab
+        base = (torch.arange(batch) * beam).unsqueeze(1)
+        seqs = torch.cat([seqs[(base + origin).view(-1)], token.view(-1, 1)], dim=1)
+        scores = top_scores.view(-1)
+    best = scores.view(batch, beam).argmax(1)
+    best_seqs = seqs.view(batch, beam, -1)[torch.arange(batch), best]
+    # exhaustive search over all vocab**steps continuations
+    for b in range(batch):
+        grid = torch.cartesian_prod(*[torch.arange(vocab)] * steps)     # (V**steps, steps)
+        full = torch.cat([start[b].expand(grid.size(0), 1), grid], dim=1)
+        total = log_probs[full[:, :-1], full[:, 1:]].sum(1)
+        assert torch.equal(best_seqs[b], full[total.argmax()])
+        assert scores.view(batch, beam)[b].max().item() == pytest.approx(total.max().item(),
+                                                                         rel=1e-5)
+        # gather picks the same per-step scores
+        picked = log_probs[best_seqs[b][:-1]].gather(1, best_seqs[b][1:].unsqueeze(1))
+        assert picked.sum().item() == pytest.approx(total.max().item(), rel=1e-5)
