@@ -826,6 +826,7 @@ def test_knowledge_distillation():
     assert acc > 0.9 and agree > 0.9
 
 
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides")
 def test_distillation_losses_match_torch():
     torch = _torch()
     torch.manual_seed(0)
@@ -2618,3 +2619,228 @@ def test_beam_search_decoding():
         # gather picks the same per-step scores
         picked = log_probs[best_seqs[b][:-1]].gather(1, best_seqs[b][1:].unsqueeze(1))
         assert picked.sum().item() == pytest.approx(total.max().item(), rel=1e-5)
+
+
+# ---------------------------------------------------------------------------- (ff)
+def grad_reverse_fn(M):
+    class GradReverse(M.autograd.Function):
+        """Identity forward, gradient times -lambda backward (domain-adversarial training)."""
+
+        @staticmethod
+        def forward(ctx, x, lambd):
+            ctx.lambd = lambd
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output.neg() * ctx.lambd, None
+
+    return GradReverse
+
+
+def test_domain_adversarial_gradient_reversal():
+    torch = ferrotorch
+    nn = torch.nn
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    GradReverse = grad_reverse_fn(torch)
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    y = GradReverse.apply(x, 2.0)
+    (y * x).sum().backward()  # d/dx = x (through the product) - 2 x (reversed)
+    assert torch.allclose(x.grad, -x.detach())
+    assert y.grad_fn.name() == "GradReverseBackward" and torch.equal(y, x)
+
+    # source domain: labelled; target domain: shifted, unlabelled
+    xs = torch.randn(200, 2)
+    ys = (xs[:, 0] > 0).long()
+    xt = torch.randn(200, 2) + torch.tensor([0.0, 3.0])
+    yt = (xt[:, 0] > 0).long()
+    features = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 8), nn.ReLU())
+    label_clf = nn.Linear(8, 2)
+    domain_clf = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    params = [*features.parameters(), *label_clf.parameters(), *domain_clf.parameters()]
+    optimizer = torch.optim.Adam(params, lr=1e-2)
+    for step in range(150):
+        p = step / 150
+        lambd = 2.0 / (1.0 + math.exp(-10 * p)) - 1
+        fs, ft = features(xs), features(xt)
+        cls_loss = F.cross_entropy(label_clf(fs), ys)
+        dom_logits = domain_clf(GradReverse.apply(torch.cat([fs, ft]), lambd)).squeeze(1)
+        dom_labels = torch.cat([torch.zeros(200), torch.ones(200)])
+        dom_loss = F.binary_cross_entropy_with_logits(dom_logits, dom_labels)
+        optimizer.zero_grad()
+        (cls_loss + dom_loss).backward()
+        optimizer.step()
+    with torch.no_grad():
+        acc_t = (label_clf(features(xt)).argmax(1) == yt).float().mean().item()
+    assert acc_t > 0.9
+    assert dom_loss.item() > 0.4  # the domains got hard to tell apart
+
+
+# ---------------------------------------------------------------------------- (gg)
+def test_tabular_dict_batches_bucket_sampler():
+    """A tabular model over categorical embeddings + continuous features, fed dict samples
+    (default_collate) through a custom BatchSampler; a ConcatDataset/Subset split."""
+    torch = ferrotorch
+    nn = torch.nn
+    data_utils = torch.utils.data
+    torch.manual_seed(0)
+
+    class Table(data_utils.Dataset):
+        def __init__(self, n, seed):
+            g = torch.Generator().manual_seed(seed)
+            self.city = torch.randint(0, 5, (n,), generator=g)
+            self.kind = torch.randint(0, 3, (n,), generator=g)
+            self.num = torch.randn(n, 2, generator=g)
+            effect = torch.tensor([0.0, 1.0, -1.0, 2.0, 0.5])
+            self.y = effect[self.city] + 0.5 * self.kind.float() + self.num[:, 0] - \
+                0.3 * self.num[:, 1]
+
+        def __len__(self):
+            return len(self.y)
+
+        def __getitem__(self, i):
+            return {"cat": {"city": self.city[i], "kind": self.kind[i]}, "num": self.num[i],
+                    "target": self.y[i]}
+
+    class ByCityBatchSampler(data_utils.Sampler):
+        """Batches that each hold one city (e.g. to share a cache)."""
+
+        def __init__(self, cities, batch_size):
+            self.groups = [(cities == c).nonzero().flatten().tolist() for c in range(5)]
+            self.batch_size = batch_size
+
+        def __iter__(self):
+            for group in self.groups:
+                for i in range(0, len(group), self.batch_size):
+                    yield group[i:i + self.batch_size]
+
+        def __len__(self):
+            return sum(math.ceil(len(g) / self.batch_size) for g in self.groups)
+
+    class TabularNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embeds = nn.ModuleDict({"city": nn.Embedding(5, 3), "kind": nn.Embedding(3, 2)})
+            self.bn = nn.BatchNorm1d(2)
+            self.mlp = nn.Sequential(nn.Linear(3 + 2 + 2, 32), nn.ReLU(), nn.Linear(32, 1))
+
+        def forward(self, cat, num):
+            emb = [self.embeds[k](v) for k, v in cat.items()]
+            return self.mlp(torch.cat([*emb, self.bn(num)], dim=1)).squeeze(1)
+
+    a, b = Table(150, 0), Table(150, 1)
+    full = data_utils.ConcatDataset([a, b])
+    assert len(full) == 300 and full[160]["target"] == b[10]["target"]
+    train = data_utils.Subset(full, range(0, 240))
+    test = data_utils.Subset(full, range(240, 300))
+    cities = torch.cat([a.city, b.city])[:240]
+    sampler = ByCityBatchSampler(cities, 16)
+    loader = data_utils.DataLoader(train, batch_sampler=sampler)
+    first = next(iter(loader))
+    assert set(first) == {"cat", "num", "target"} and set(first["cat"]) == {"city", "kind"}
+    assert first["num"].shape[1] == 2 and len(set(first["cat"]["city"].tolist())) == 1
+    assert len(loader) == len(sampler)
+    model = TabularNet()
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
+    for epoch in range(25):
+        model.train()
+        for batch in loader:
+            pred = model(batch["cat"], batch["num"])
+            loss = nn.functional.mse_loss(pred, batch["target"])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    model.eval()
+    test_batch = data_utils.default_collate([test[i] for i in range(len(test))])
+    with torch.no_grad():
+        mse = nn.functional.mse_loss(model(test_batch["cat"], test_batch["num"]),
+                                     test_batch["target"]).item()
+    assert mse < 0.15
+
+
+# ---------------------------------------------------------------------------- (hh)
+def top_k_top_p_filter(M, logits, top_k=0, top_p=1.0):
+    """The usual sampling filter from text-generation scripts."""
+    if top_k > 0:
+        kth = M.topk(logits, top_k)[0][..., -1, None]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, sorted_indices = M.sort(logits, descending=True)
+        cumulative_probs = M.cumsum(M.softmax(sorted_logits, dim=-1), dim=-1)
+        sorted_remove = cumulative_probs > top_p
+        sorted_remove[..., 1:] = sorted_remove[..., :-1].clone()
+        sorted_remove[..., 0] = False
+        remove = sorted_remove.scatter(-1, sorted_indices, sorted_remove)
+        logits = logits.masked_fill(remove, float("-inf"))
+    return logits
+
+
+def test_sampling_filters_and_multinomial():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    logits = torch.tensor([[2.0, 1.0, 0.5, 0.1, -1.0], [0.0, 3.0, 0.0, 0.0, 2.9]])
+    k2 = top_k_top_p_filter(torch, logits, top_k=2)
+    assert torch.isinf(k2).sum(1).tolist() == [3, 3]
+    p = top_k_top_p_filter(torch, logits, top_p=0.7)
+    kept = ~torch.isinf(p)
+    assert kept.tolist() == [[True, True, False, False, False],
+                             [False, True, False, False, True]]
+    probs = torch.softmax(p / 0.8, dim=-1)
+    draws = torch.multinomial(probs, 2000, replacement=True)
+    assert kept.gather(1, draws).all()
+    freq = torch.stack([torch.bincount(d, minlength=5) for d in draws]).float() / 2000
+    assert torch.allclose(freq, probs, atol=0.04)
+    g = torch.Generator().manual_seed(3)
+    a = torch.multinomial(probs, 5, replacement=True, generator=g)
+    g.manual_seed(3)
+    assert torch.equal(a, torch.multinomial(probs, 5, replacement=True, generator=g))
+
+
+def test_sampling_filters_match_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    logits = torch.randn(4, 12)
+    lf = ferrotorch.from_numpy(logits.numpy())
+    for kw in ({"top_k": 3}, {"top_p": 0.5}, {"top_k": 6, "top_p": 0.8}):
+        ref = top_k_top_p_filter(torch, logits, **kw)
+        got = top_k_top_p_filter(ferrotorch, lf, **kw)
+        assert np.array_equal(np.isinf(_np(got)), np.isinf(_np(ref)))
+
+
+# ---------------------------------------------------------------------------- (ii)
+def test_float64_model_and_default_dtype():
+    torch = ferrotorch
+    nn = torch.nn
+    torch.manual_seed(0)
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+        assert all(p.dtype == torch.float64 for p in model.parameters())
+        x = torch.randn(32, 3)
+        assert x.dtype == torch.float64 and torch.tensor([1.5]).dtype == torch.float64
+        y = (x ** 2).sum(1, keepdim=True)
+        opt = torch.optim.LBFGS(model.parameters(), lr=1, max_iter=50,
+                                line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            return loss
+
+        for _ in range(5):
+            loss = opt.step(closure)
+        assert loss.item() < 1e-2
+        # gradcheck needs double precision: the whole model passes it
+        inp = torch.randn(2, 3, requires_grad=True)
+        assert torch.autograd.gradcheck(model, (inp,))
+        assert torch.autograd.gradgradcheck(model, (inp,))
+    finally:
+        torch.set_default_dtype(prev)
+    half = copy.deepcopy(model).float()
+    assert half[0].weight.dtype == torch.float32
+    with torch.no_grad():
+        assert torch.allclose(half(x.float()), model(x).float(), atol=1e-4)
+    assert torch.get_default_dtype() == torch.float32
