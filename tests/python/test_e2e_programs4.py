@@ -16,6 +16,7 @@ import collections
 import copy
 import io
 import math
+import pickle
 import random
 
 import numpy as np
@@ -2857,3 +2858,65 @@ def test_retain_grad_sees_the_gradient_after_tensor_hooks():
     y.sum().backward()
     assert torch.equal(h.grad, torch.full((2, 3), 6.0))
     assert torch.equal(y.grad, torch.full((2, 3), 3.0))
+
+
+# ---------------------------------------------------------------------------- (jj)
+class TheModelClass(ferrotorch.nn.Module):
+    """The 'Saving and loading models' tutorial's model (module level, so it pickles)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = ferrotorch.nn.Conv2d(1, 4, 3)
+        self.pool = ferrotorch.nn.MaxPool2d(2, 2)
+        self.bn = ferrotorch.nn.BatchNorm1d(4)
+        self.fc = ferrotorch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        x = self.pool(ferrotorch.relu(self.conv1(x))).mean(dim=(2, 3))
+        return self.fc(self.bn(x))
+
+
+def test_save_load_entire_model_and_general_checkpoint(tmp_path):
+    import argparse
+
+    torch = ferrotorch
+    torch.manual_seed(0)
+    model = TheModelClass()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+    x = torch.randn(4, 1, 6, 6)
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    model.eval()
+    # the entire model
+    PATH = tmp_path / "model.pt"
+    torch.save(model, PATH)
+    with pytest.raises(pickle.UnpicklingError, match="weights_only=False"):
+        torch.load(PATH)
+    loaded = torch.load(PATH, weights_only=False)
+    loaded.eval()
+    assert type(loaded) is TheModelClass and loaded is not model
+    with torch.no_grad():
+        assert torch.equal(loaded(x), model(x))
+    assert torch.equal(loaded.bn.running_mean, model.bn.running_mean)
+    # a general checkpoint with the run's arguments alongside the state dicts
+    args = argparse.Namespace(lr=0.001, epochs=3, arch="TheModelClass")
+    buf = io.BytesIO()
+    torch.save({"epoch": 3, "model_state_dict": model.state_dict(),
+                "optimizer_state_dict": optimizer.state_dict(), "args": args}, buf)
+    buf.seek(0)
+    checkpoint = torch.load(buf, weights_only=False)
+    assert checkpoint["args"] == args and checkpoint["epoch"] == 3
+    fresh = TheModelClass()
+    fresh.load_state_dict(checkpoint["model_state_dict"])
+    fresh_opt = torch.optim.SGD(fresh.parameters(), lr=0.1)
+    fresh_opt.load_state_dict(checkpoint["optimizer_state_dict"])
+    assert fresh_opt.param_groups[0]["lr"] == 0.001
+    # the weights alone still load with the safe default
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    buf.seek(0)
+    assert list(torch.load(buf)) == list(model.state_dict())
+    with pytest.raises(TypeError, match="cannot store"):
+        torch.save({"f": lambda v: v}, io.BytesIO())
