@@ -2958,3 +2958,326 @@ def test_is_grads_batched_matches_torch():
         _close(a, b, atol=1e-6)
     _close(xf.grad, x.grad, atol=1e-5)
     _close(wf.grad, w.grad, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (kk)
+def test_ppo_continuous_control():
+    """PPO by hand on a 1-D point mass that must move to a target: a Gaussian policy
+    (Normal, log_prob summed over action dims, entropy), GAE advantages, the clipped surrogate
+    objective, a value loss, minibatches from randperm."""
+    torch = ferrotorch
+    nn = torch.nn
+    Normal = torch.distributions.Normal
+    torch.manual_seed(0)
+
+    class ActorCritic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.actor = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 1))
+            self.critic = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 1))
+            self.log_std = nn.Parameter(torch.full((1,), -0.5))
+
+        def dist(self, obs):
+            return Normal(self.actor(obs), self.log_std.exp().expand(obs.size(0), 1))
+
+    def rollout(model, n_envs=16, horizon=10):
+        pos = torch.rand(n_envs, 1) * 4 - 2
+        target = torch.rand(n_envs, 1) * 4 - 2
+        obs_l, act_l, logp_l, rew_l, val_l = [], [], [], [], []
+        with torch.no_grad():
+            for t in range(horizon):
+                obs = torch.cat([pos, target - pos], dim=1)
+                d = model.dist(obs)
+                action = d.sample()
+                obs_l.append(obs)
+                act_l.append(action)
+                logp_l.append(d.log_prob(action).sum(-1))
+                val_l.append(model.critic(obs).squeeze(-1))
+                pos = pos + action.clamp(-1, 1) * 0.5
+                rew_l.append(-(target - pos).abs().squeeze(-1))
+            last_val = model.critic(torch.cat([pos, target - pos], dim=1)).squeeze(-1)
+        return (torch.stack(obs_l), torch.stack(act_l), torch.stack(logp_l),
+                torch.stack(rew_l), torch.stack(val_l), last_val)
+
+    def gae(rewards, values, last_val, gamma=0.95, lam=0.9):
+        adv = torch.zeros_like(rewards)
+        next_adv = torch.zeros_like(last_val)
+        next_val = last_val
+        for t in reversed(range(rewards.size(0))):
+            delta = rewards[t] + gamma * next_val - values[t]
+            next_adv = delta + gamma * lam * next_adv
+            adv[t] = next_adv
+            next_val = values[t]
+        return adv, adv + values
+
+    model = ActorCritic()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    clip = 0.2
+    mean_rewards = []
+    for iteration in range(25):
+        obs, act, old_logp, rew, val, last_val = rollout(model)
+        mean_rewards.append(rew.mean().item())
+        adv, returns = gae(rew, val, last_val)
+        obs, act, old_logp = obs.flatten(0, 1), act.flatten(0, 1), old_logp.flatten()
+        adv, returns = adv.flatten(), returns.flatten()
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        for epoch in range(4):
+            for idx in torch.randperm(obs.size(0)).split(40):
+                d = model.dist(obs[idx])
+                logp = d.log_prob(act[idx]).sum(-1)
+                ratio = (logp - old_logp[idx]).exp()
+                surr = torch.min(ratio * adv[idx],
+                                 torch.clamp(ratio, 1 - clip, 1 + clip) * adv[idx])
+                value_loss = (model.critic(obs[idx]).squeeze(-1) - returns[idx]).pow(2).mean()
+                loss = -surr.mean() + 0.5 * value_loss - 0.001 * d.entropy().sum(-1).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+                optimizer.step()
+    assert np.mean(mean_rewards[-5:]) > np.mean(mean_rewards[:5]) + 0.25
+    with torch.no_grad():  # the mean action points toward the target
+        obs = torch.tensor([[0.0, 1.5], [0.0, -1.5]])
+        mu = model.actor(obs).squeeze(-1)
+    assert mu[0].item() > 0.3 and mu[1].item() < -0.3
+
+
+# ---------------------------------------------------------------------------- (ll)
+def bayes_linear(M):
+    nn = M.nn
+    F = M.nn.functional
+    D = M.distributions
+
+    class BayesLinear(nn.Module):
+        """Bayes by backprop: a factorised Gaussian posterior over the weights, sampled with
+        the reparameterisation trick; ``kl`` against a N(0, 1) prior."""
+
+        def __init__(self, n_in, n_out):
+            super().__init__()
+            self.w_mu = nn.Parameter(M.zeros(n_out, n_in).uniform_(-0.2, 0.2))
+            self.w_rho = nn.Parameter(M.full((n_out, n_in), -4.0))
+            self.b_mu = nn.Parameter(M.zeros(n_out))
+            self.b_rho = nn.Parameter(M.full((n_out,), -4.0))
+
+        def forward(self, x):
+            w_sigma, b_sigma = F.softplus(self.w_rho), M.log1p(M.exp(self.b_rho))
+            w = self.w_mu + w_sigma * M.randn_like(w_sigma)
+            b = self.b_mu + b_sigma * M.randn_like(b_sigma)
+            self.kl = D.kl_divergence(D.Normal(self.w_mu, w_sigma), D.Normal(0.0, 1.0)).sum() \
+                + D.kl_divergence(D.Normal(self.b_mu, b_sigma), D.Normal(0.0, 1.0)).sum()
+            return F.linear(x, w, b)
+
+    return BayesLinear
+
+
+def test_bayes_by_backprop_uncertainty():
+    torch = ferrotorch
+    nn = torch.nn
+    torch.manual_seed(0)
+    BayesLinear = bayes_linear(torch)
+    x = torch.cat([torch.linspace(-2, -0.5, 40), torch.linspace(0.5, 2, 40)]).unsqueeze(1)
+    y = x ** 3 / 4 + 0.05 * torch.randn_like(x)
+    model = nn.Sequential(BayesLinear(1, 32), nn.ReLU(), BayesLinear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
+    for step in range(400):
+        pred = model(x)
+        kl = sum(m.kl for m in model.modules() if isinstance(m, BayesLinear))
+        loss = nn.functional.gaussian_nll_loss(pred, y, torch.full_like(y, 0.05 ** 2),
+                                               reduction="sum") + kl / 10
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        grid = torch.tensor([[-1.5], [1.5], [5.0]])
+        samples = torch.stack([model(grid) for _ in range(50)])
+    mean, std = samples.mean(0).squeeze(1), samples.std(0).squeeze(1)
+    assert abs(mean[0].item() - (-1.5) ** 3 / 4) < 0.25 and abs(mean[1].item() - 1.5 ** 3 / 4) < 0.25
+    assert std[2].item() > 2 * max(std[0].item(), std[1].item())  # unsure far from the data
+
+
+# ---------------------------------------------------------------------------- (mm)
+def test_gumbel_softmax_categorical_vae():
+    """A VAE with a categorical latent: F.gumbel_softmax(hard=True) with its straight-through
+    gradient, a temperature anneal, and a KL to the uniform prior."""
+    torch = ferrotorch
+    nn = torch.nn
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    K = 4
+    prototypes = torch.eye(8)[[0, 2, 4, 6]] + torch.eye(8)[[1, 3, 5, 7]]
+    labels = torch.randint(0, K, (256,))
+    data = (prototypes[labels] + 0.1 * torch.randn(256, 8)).clamp(0, 1)
+    encoder = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, K))
+    decoder = nn.Sequential(nn.Linear(K, 32), nn.ReLU(), nn.Linear(32, 8))
+    optimizer = torch.optim.Adam([*encoder.parameters(), *decoder.parameters()], lr=1e-2)
+    for step in range(200):
+        tau = max(0.5, math.exp(-0.01 * step))
+        logits = encoder(data)
+        z = F.gumbel_softmax(logits, tau=tau, hard=True)
+        assert torch.equal(z.sum(-1), torch.ones(256)) and ((z == 0) | (z == 1)).all()
+        recon = F.binary_cross_entropy_with_logits(decoder(z), data, reduction="sum") / 256
+        q = F.softmax(logits, dim=-1)
+        kl = (q * (F.log_softmax(logits, -1) + math.log(K))).sum(-1).mean()
+        loss = recon + kl
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert encoder[0].weight.grad.abs().sum().item() > 0  # the straight-through path
+    with torch.no_grad():
+        codes = encoder(data).argmax(-1)
+    # each prototype maps to a single code, and different prototypes to different codes
+    mapping = {}
+    for lab, code in zip(labels.tolist(), codes.tolist()):
+        mapping.setdefault(lab, collections.Counter())[code] += 1
+    majority = {lab: c.most_common(1)[0] for lab, c in mapping.items()}
+    assert len({code for code, _ in majority.values()}) == K
+    purity = sum(n for _, n in majority.values()) / 256
+    assert purity > 0.95
+
+
+def test_gumbel_softmax_straight_through_matches_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    logits = torch.randn(5, 4)
+    w = torch.randn(4, 3)
+    lf = ferrotorch.from_numpy(logits.numpy()).requires_grad_()
+    logits.requires_grad_()
+    # the same Gumbel noise in both: compute the soft sample by hand and apply the
+    # straight-through estimator the way F.gumbel_softmax does
+    u = torch.rand(5, 4).clamp(1e-6, 1 - 1e-6)
+    g = -torch.log(-torch.log(u))
+    gf = ferrotorch.from_numpy(g.numpy())
+
+    def st(M, logits, g, tau=0.7):
+        y_soft = ((logits + g) / tau).softmax(-1)
+        index = y_soft.max(-1, keepdim=True)[1]
+        y_hard = M.zeros_like(logits).scatter_(-1, index, 1.0)
+        return y_hard - y_soft.detach() + y_soft
+
+    ref, got = st(torch, logits, g), st(ferrotorch, lf, gf)
+    _close(got, ref)
+    (ref @ w).square().sum().backward()
+    (got @ ferrotorch.from_numpy(w.numpy())).square().sum().backward()
+    _close(lf.grad, logits.grad, atol=1e-5)
+    # gumbel_softmax itself: one-hot rows, soft rows that sum to one
+    hard = ferrotorch.nn.functional.gumbel_softmax(lf, tau=0.5, hard=True)
+    soft = ferrotorch.nn.functional.gumbel_softmax(lf, tau=0.5)
+    assert ferrotorch.equal(hard.sum(-1), ferrotorch.ones(5))
+    assert ferrotorch.allclose(soft.sum(-1), ferrotorch.ones(5))
+
+
+# ---------------------------------------------------------------------------- (nn)
+def volume_render(M, sigma, rgb, t_vals):
+    """NeRF's quadrature: alpha compositing with an exclusive cumprod of transmittance."""
+    deltas = M.cat([t_vals[..., 1:] - t_vals[..., :-1],
+                    M.full_like(t_vals[..., :1], 1e10)], dim=-1)
+    alpha = 1.0 - M.exp(-M.relu(sigma) * deltas)
+    trans = M.cumprod(M.cat([M.ones_like(alpha[..., :1]), 1.0 - alpha + 1e-10], dim=-1),
+                      dim=-1)[..., :-1]
+    weights = alpha * trans
+    return (weights.unsqueeze(-1) * rgb).sum(dim=-2), weights
+
+
+def sample_pdf(M, bins, weights, n_samples):
+    """Inverse-transform sampling of the coarse weights (hierarchical sampling), with
+    searchsorted, deterministic (evenly spaced u); ``bins`` holds one more edge than
+    ``weights`` has entries."""
+    pdf = (weights + 1e-5) / (weights + 1e-5).sum(-1, keepdim=True)
+    cdf = M.cat([M.zeros_like(pdf[..., :1]), M.cumsum(pdf, -1)], -1)
+    u = M.linspace(0.0, 1.0, n_samples).expand(*cdf.shape[:-1], n_samples).contiguous()
+    inds = M.searchsorted(cdf, u, right=True)
+    below = M.clamp(inds - 1, min=0)
+    above = M.clamp(inds, max=cdf.shape[-1] - 1)
+    cdf_g0, cdf_g1 = M.gather(cdf, -1, below), M.gather(cdf, -1, above)
+    bins_g0, bins_g1 = M.gather(bins, -1, below), M.gather(bins, -1, above)
+    denom = M.where(cdf_g1 - cdf_g0 < 1e-5, M.ones_like(cdf_g0), cdf_g1 - cdf_g0)
+    return bins_g0 + (u - cdf_g0) / denom * (bins_g1 - bins_g0)
+
+
+def positional_encoding(M, x, n_freqs=4):
+    freqs = 2.0 ** M.arange(n_freqs) * math.pi
+    angles = x.unsqueeze(-1) * freqs
+    return M.cat([x, M.sin(angles).flatten(-2), M.cos(angles).flatten(-2)], dim=-1)
+
+
+_CUMPROD_XFAIL = ("Rust autograd: cumprod's (and cumsum's) backward forms the reverse cumulative "
+                  "sum as total - cumsum + g, which cancels catastrophically; cumprod then "
+                  "divides by the (tiny) input, so NeRF's transmittance gets huge gradients")
+
+
+@pytest.mark.xfail(strict=True, reason=_CUMPROD_XFAIL)
+def test_tiny_nerf_fits_a_1d_scene():
+    """Rays along z through a 2-D plane: the density field must put an opaque red slab at
+    depth ~ 2 + x (x the ray's position), learned from rendered colours only."""
+    torch = ferrotorch
+    nn = torch.nn
+    torch.manual_seed(0)
+    xs = torch.linspace(-0.5, 0.5, 16)
+    t_vals = torch.linspace(0.0, 4.0, 32).expand(16, 32)
+    depth = 2.0 + xs
+    # the true scene: an opaque slab, red in front of a blue background
+    pts_x = xs.unsqueeze(1).expand(16, 32)
+    true_sigma = torch.where((t_vals > depth.unsqueeze(1)) & (t_vals < depth.unsqueeze(1) + 0.5),
+                             torch.full_like(t_vals, 20.0), torch.zeros_like(t_vals))
+    colours = torch.tensor([1.0, 0.0, 0.0]).expand(16, 32, 3)
+    target, true_w = volume_render(torch, true_sigma, colours, t_vals)
+    mlp = nn.Sequential(nn.Linear(2 + 2 * 2 * 4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                        nn.Linear(64, 1))
+    optimizer = torch.optim.Adam(mlp.parameters(), lr=5e-3)
+    inp = positional_encoding(torch, torch.stack([pts_x, t_vals / 4], dim=-1))
+    target_depth = (true_w * t_vals).sum(-1)
+    for step in range(300):
+        sigma = mlp(inp).squeeze(-1)
+        _, w = volume_render(torch, sigma, colours, t_vals)
+        pred_depth = (w * t_vals).sum(-1)
+        loss = nn.functional.mse_loss(pred_depth, target_depth) + \
+            nn.functional.mse_loss(w.sum(-1), torch.ones(16))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.02
+    with torch.no_grad():
+        _, w = volume_render(torch, mlp(inp).squeeze(-1), colours, t_vals)
+        edges = torch.cat([t_vals, t_vals[:, -1:] + 4.0 / 31], dim=-1) - 2.0 / 31
+        fine = sample_pdf(torch, edges, w, 8)
+    assert fine.shape == (16, 8)
+    # the fine samples concentrate near the surface
+    assert ((fine - depth.unsqueeze(1)).abs() < 0.6).float().mean().item() > 0.8
+    assert target.shape == (16, 3)
+
+
+@pytest.mark.xfail(strict=True, reason=_CUMPROD_XFAIL)
+def test_reverse_cumulative_sums_in_cumsum_and_cumprod_backward():
+    torch = ferrotorch
+    y = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    torch.cumsum(y, 0).backward(torch.tensor([1e8, 1.0, 1.0]))
+    cumsum_ok = y.grad.tolist() == [1e8, 2.0, 1.0]
+    # a row of NeRF's 1 - alpha: the last entry (1e-10) does not reach the kept outputs
+    x = torch.tensor([1.0, 0.6065306663513184, 1.0, 0.3678794503211975, 0.1353352665901184,
+                      1e-10], requires_grad=True)
+    torch.cumprod(x, 0).backward(torch.tensor([0.0, 0.0, 1.264241099357605, 2.593994140625,
+                                               4.0, 0.0]))
+    assert cumsum_ok and x.grad[-1].item() == 0.0  # ferrotorch: 1192.09
+
+
+def test_volume_rendering_and_pdf_sampling_match_torch():
+    torch = _torch()
+    torch.manual_seed(0)
+    sigma, rgb = torch.randn(3, 10) * 3, torch.rand(3, 10, 3)
+    t = torch.sort(torch.rand(3, 10) * 4, dim=-1).values
+    sigma.requires_grad_()
+    sf = ferrotorch.from_numpy(sigma.detach().numpy()).requires_grad_()
+    rf, tf = ferrotorch.from_numpy(rgb.numpy()), ferrotorch.from_numpy(t.numpy())
+    (c_ref, w_ref), (c, w) = volume_render(torch, sigma, rgb, t), volume_render(ferrotorch, sf,
+                                                                                   rf, tf)
+    _close(c, c_ref, atol=1e-6)
+    _close(w, w_ref, atol=1e-6)
+    c_ref.sum().backward()
+    c.sum().backward()
+    _close(sf.grad, sigma.grad, atol=1e-5)
+    edges = torch.cat([torch.zeros(3, 1), t], dim=-1)
+    ef = ferrotorch.from_numpy(edges.numpy())
+    _close(sample_pdf(ferrotorch, ef, w.detach(), 7), sample_pdf(torch, edges, w_ref.detach(), 7),
+           atol=1e-5)
+    x = torch.rand(4, 3)
+    _close(positional_encoding(ferrotorch, ferrotorch.from_numpy(x.numpy())),
+           positional_encoding(torch, x), atol=1e-6)
