@@ -3281,3 +3281,81 @@ def test_volume_rendering_and_pdf_sampling_match_torch():
     x = torch.rand(4, 3)
     _close(positional_encoding(ferrotorch, ferrotorch.from_numpy(x.numpy())),
            positional_encoding(torch, x), atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (oo)
+def migrating_model(M, log):
+    nn = M.nn
+
+    class Encoder(nn.Module):
+        """Version 2 of a model: ``proj`` was called ``fc`` in version-1 checkpoints, and a new
+        ``head`` is not in them at all. State-dict hooks migrate old checkpoints."""
+
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(3, 4)
+            self.head = nn.Linear(4, 2)
+            self.register_buffer("cache", M.zeros(4))
+            self.register_load_state_dict_pre_hook(self._rename_v1_keys)
+            self.register_load_state_dict_post_hook(self._allow_missing_head)
+            self.register_state_dict_pre_hook(lambda mod, prefix, keep_vars:
+                                              log.append(("pre", prefix, keep_vars)))
+            self.register_state_dict_post_hook(self._drop_cache)
+
+        @staticmethod
+        def _rename_v1_keys(module, state_dict, prefix, local_metadata, strict, missing_keys,
+                            unexpected_keys, error_msgs):
+            for name in ("weight", "bias"):
+                old = f"{prefix}fc.{name}"
+                if old in state_dict:
+                    state_dict[f"{prefix}proj.{name}"] = state_dict.pop(old)
+
+        @staticmethod
+        def _allow_missing_head(module, incompatible_keys):
+            for key in list(incompatible_keys.missing_keys):
+                if ".head." in "." + key or key.endswith("cache"):
+                    incompatible_keys.missing_keys.remove(key)
+
+        @staticmethod
+        def _drop_cache(module, state_dict, prefix, local_metadata):
+            state_dict.pop(prefix + "cache", None)
+
+        def forward(self, x):
+            return self.head(self.proj(x).relu())
+
+    return nn.Sequential(Encoder())
+
+
+def test_state_dict_hooks_migrate_old_checkpoints():
+    torch = ferrotorch
+    torch.manual_seed(0)
+    log = []
+    model = migrating_model(torch, log)
+    sd = model.state_dict()
+    assert list(sd) == ["0.proj.weight", "0.proj.bias", "0.head.weight", "0.head.bias"]
+    assert log == [("pre", "0.", False)]
+    v1 = {"0.fc.weight": torch.ones(4, 3), "0.fc.bias": torch.zeros(4)}
+    result = model.load_state_dict(v1)  # strict, but the post hook forgave the head
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert torch.equal(model[0].proj.weight, torch.ones(4, 3))
+    with pytest.raises(RuntimeError, match="post-hook must return None"):
+        model[0].register_state_dict_post_hook(lambda *a: {})
+        model.state_dict()
+
+
+def test_state_dict_hooks_match_torch():
+    torch = _torch()
+    logs = [], []
+    ref, ours = migrating_model(torch, logs[0]), migrating_model(ferrotorch, logs[1])
+    assert list(ours.state_dict(keep_vars=True)) == list(ref.state_dict(keep_vars=True))
+    assert logs[0] == logs[1]
+    v1 = {"0.fc.weight": np.ones((4, 3), np.float32), "0.fc.bias": np.zeros(4, np.float32),
+          "0.extra": np.zeros(1, np.float32)}
+    with pytest.raises(RuntimeError) as e_ref:
+        ref.load_state_dict({k: torch.from_numpy(v) for k, v in v1.items()})
+    with pytest.raises(RuntimeError) as e_ours:
+        ours.load_state_dict({k: ferrotorch.from_numpy(v) for k, v in v1.items()})
+    assert str(e_ours.value) == str(e_ref.value)
+    r_ref = ref.load_state_dict({k: torch.from_numpy(v) for k, v in v1.items()}, strict=False)
+    r = ours.load_state_dict({k: ferrotorch.from_numpy(v) for k, v in v1.items()}, strict=False)
+    assert (r.missing_keys, r.unexpected_keys) == (r_ref.missing_keys, r_ref.unexpected_keys)
