@@ -2,7 +2,9 @@
 as a safetensors file. The tensors are the file's tensors; the container structure (dicts,
 lists, tuples, numbers, strings, None, dtype tags) is a small JSON document kept in the
 safetensors metadata under ``"ferrotorch"``. Loading parses JSON and raw tensor bytes only:
-it never executes code (unlike pickle).
+it never executes code (unlike pickle). Other objects (a whole ``nn.Module``, an argparse
+namespace in a checkpoint dict) are pickled into a byte tensor, and, as with PyTorch's default
+``weights_only=True``, only ``load(..., weights_only=False)`` unpickles them.
 
 A ferrotorch checkpoint opens with the ``safetensors`` package; a safetensors file written
 elsewhere (e.g. by PyTorch) loads as a flat ``{name: tensor}`` state_dict.
@@ -11,6 +13,7 @@ elsewhere (e.g. by PyTorch) loads as a flat ``{name: tensor}`` state_dict.
 
 import json
 import os
+import pickle
 import struct
 
 import numpy as np
@@ -51,13 +54,19 @@ def _flatten(obj, tensors, path):
         return {tag: [_flatten(v, tensors, f"{path}[{i}]") for i, v in enumerate(obj)]}
     if isinstance(obj, _C.dtype):
         return {"dtype_obj": str(obj).split(".")[-1]}
-    raise TypeError(
-        f"ferrotorch.save: cannot store an object of type {type(obj).__name__} at {path} "
-        "(supported: tensors, dicts, lists, tuples, numbers, strings, None)"
-    )
+    try:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # pickling raises many types (PicklingError, AttributeError, ...)
+        raise TypeError(
+            f"ferrotorch.save: cannot store an object of type {type(obj).__name__} at {path} "
+            f"(it is not a tensor, container or plain value, and pickling it failed: {e})"
+        ) from None
+    name = f"t{len(tensors)}"
+    tensors[name] = np.frombuffer(data, dtype=np.uint8).copy()
+    return {"P": name, "type": f"{type(obj).__module__}.{type(obj).__qualname__}"}
 
 
-def _unflatten(desc, tensors):
+def _unflatten(desc, tensors, weights_only):
     if not isinstance(desc, dict) or len(desc) == 0:
         raise RuntimeError("ferrotorch.load: malformed structure description")
     if "T" in desc:
@@ -81,14 +90,25 @@ def _unflatten(desc, tensors):
 
         d = OrderedDict() if desc.get("ordered") else {}
         for k, v in desc["D"]:
-            d[k] = _unflatten(v, tensors)
+            d[k] = _unflatten(v, tensors, weights_only)
         return d
     if "L" in desc:
-        return [_unflatten(v, tensors) for v in desc["L"]]
+        return [_unflatten(v, tensors, weights_only) for v in desc["L"]]
     if "U" in desc:
-        return tuple(_unflatten(v, tensors) for v in desc["U"])
+        return tuple(_unflatten(v, tensors, weights_only) for v in desc["U"])
     if "dtype_obj" in desc:
         return getattr(_C, desc["dtype_obj"])
+    if "P" in desc:
+        if weights_only:
+            raise pickle.UnpicklingError(
+                f"Weights only load failed: the file holds a pickled {desc.get('type')} object. "
+                "Re-run ferrotorch.load with weights_only=False if (and only if) you trust the "
+                "source of the file: unpickling can execute arbitrary code."
+            )
+        name = desc["P"]
+        if name not in tensors:
+            raise RuntimeError(f"ferrotorch.load: tensor {name!r} missing from the file")
+        return pickle.loads(tensors[name].tobytes())
     raise RuntimeError(f"ferrotorch.load: unknown entry {sorted(desc)}")
 
 
@@ -123,8 +143,9 @@ def _read_header(data):
         raise RuntimeError(f"ferrotorch.load: corrupted header: {e}") from None
 
 
-def load(f, map_location=None, weights_only=True):
-    """Load what :func:`save` wrote (or any safetensors file, as a state_dict)."""
+def load(f, map_location=None, weights_only=None):
+    """Load what :func:`save` wrote (or any safetensors file, as a state_dict). Pickled objects
+    load only with ``weights_only=False`` (the default, None, means True, as in PyTorch)."""
     from safetensors.numpy import load as st_load
 
     if isinstance(f, (str, os.PathLike)):
@@ -152,7 +173,7 @@ def load(f, map_location=None, weights_only=True):
         raise RuntimeError("ferrotorch.load: unsupported checkpoint version")
     if map_location not in (None, "cpu") and str(map_location) != "cpu":
         raise RuntimeError(f"ferrotorch.load: map_location={map_location!r} is not available")
-    return _unflatten(doc["root"], arrays)
+    return _unflatten(doc["root"], arrays, weights_only is not False)
 
 
 __all__ = ["save", "load"]

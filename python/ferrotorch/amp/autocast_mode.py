@@ -3,7 +3,8 @@
 Inside an enabled region, the ops that profit from low precision (matrix products,
 ``linear``, convolutions, attention) cast their floating-point tensor arguments to the region's
 dtype (bfloat16 on the CPU, float16 on CUDA by default), and the ops that need range or
-accuracy (softmax, log-softmax, norms, the losses) cast them up to float32. Casts are
+accuracy (the losses; on CUDA also softmax, log-softmax, norms, reductions) cast them up to
+float32, following PyTorch's per-device op lists. Casts are
 ordinary differentiable ``.to()`` calls, so gradients reach float32 parameters in float32.
 The state is thread-local, and regions nest (``enabled=False`` inside an enabled region turns
 it off). The wrappers are swapped in when the first region (in any thread) is entered and
@@ -118,13 +119,15 @@ class autocast:  # noqa: N801 (PyTorch's name)
         return decorated
 
 
-def _region_dtype(args, kwargs):
-    """The autocast dtype for the device of the first floating-point tensor argument."""
+def _region_dtype(args, kwargs, devices=("cpu", "cuda")):
+    """The autocast dtype for the device of the first floating-point tensor argument (None
+    outside a region, or where that device is not in ``devices``)."""
     for a in (*args, *kwargs.values()):
         if isinstance(a, (list, tuple)):
             a = next((t for t in a if isinstance(t, Tensor)), None)
         if isinstance(a, Tensor) and a.dtype.is_floating_point:
-            return _states().get(a.device.type)
+            device = a.device.type
+            return _states().get(device) if device in devices else None
     return None
 
 
@@ -139,10 +142,10 @@ def _cast(x, dtype, only_from=None):
     return x
 
 
-def _wrap(fn, to_float32):
+def _wrap(fn, to_float32, devices):
     @functools.wraps(fn)
     def autocast_op(*args, **kwargs):
-        dtype = _region_dtype(args, kwargs)
+        dtype = _region_dtype(args, kwargs, devices)
         if dtype is not None:
             if to_float32:
                 dtype, only = _C.float32, (_C.float16, _C.bfloat16)
@@ -157,12 +160,13 @@ def _wrap(fn, to_float32):
     return autocast_op
 
 
-def _install(namespace, names, to_float32):
-    """Prepare wrappers for ``namespace.<name>`` (applied by ``_swap``)."""
+def _install(namespace, names, to_float32, devices=("cpu", "cuda")):
+    """Prepare wrappers for ``namespace.<name>`` (applied by ``_swap``), casting only for
+    tensors on ``devices``."""
     for name in names:
         fn = getattr(namespace, name, None)
         if fn is not None:
-            _SWAPS.append((namespace, name, fn, _wrap(fn, to_float32)))
+            _SWAPS.append((namespace, name, fn, _wrap(fn, to_float32, devices)))
 
 
 def _swap(install):
@@ -175,22 +179,30 @@ def _install_op_lists():
     import ferrotorch
     from ferrotorch.nn import functional as F
 
-    lower = ("matmul", "mm", "bmm", "mv", "addmm", "addbmm", "baddbmm", "addmv", "addr",
-             "chain_matmul", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-             "conv_transpose2d", "prelu")
+    # PyTorch's lists differ by device: CPU autocast leaves mv/addmv/addr in float32 and
+    # keeps softmax, the norms, the pointwise and reduction ops in the input dtype.
+    lower = ("matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "chain_matmul", "conv1d",
+             "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "prelu")
     _install(ferrotorch, lower, False)
-    _install(Tensor, ("__matmul__", "__rmatmul__", "matmul", "mm", "bmm", "mv", "addmm",
-                      "baddbmm", "addmv"), False)
-    _install(F, ("linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-                 "conv_transpose2d", "prelu", "scaled_dot_product_attention"), False)
-    full = ("softmax", "log_softmax", "layer_norm", "group_norm", "batch_norm", "nll_loss",
-            "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-            "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity", "normalize",
-            "softplus", "gelu", "poisson_nll_loss", "gaussian_nll_loss", "cosine_embedding_loss",
-            "margin_ranking_loss", "triplet_margin_loss", "multi_margin_loss", "soft_margin_loss")
-    _install(F, full, True)
-    _install(ferrotorch, ("softmax", "log_softmax", "logsumexp", "cumsum", "cumprod", "prod",
-                          "exp", "log", "pow", "sum", "norm", "dist", "cdist"), True)
+    _install(ferrotorch, ("mv", "addmv", "addr"), False, ("cuda",))
+    _install(Tensor, ("__matmul__", "__rmatmul__", "matmul", "mm", "bmm", "addmm", "baddbmm"),
+             False)
+    _install(Tensor, ("mv", "addmv"), False, ("cuda",))
+    _install(F, ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                 "prelu", "scaled_dot_product_attention"), False)
+    _install(F, ("bilinear",), False, ("cuda",))
+    losses = ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+              "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
+              "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss",
+              "triplet_margin_loss", "multi_margin_loss", "soft_margin_loss")
+    _install(F, losses, True)
+    _install(F, ("binary_cross_entropy",), True, ("cpu",))  # on CUDA PyTorch refuses it
+    _install(F, ("softmax", "log_softmax", "layer_norm", "group_norm", "batch_norm",
+                 "cosine_similarity", "normalize", "softplus", "gelu", "gaussian_nll_loss"),
+             True, ("cuda",))
+    _install(ferrotorch, ("prod", "cdist"), True)
+    _install(ferrotorch, ("softmax", "log_softmax", "logsumexp", "cumsum", "cumprod", "exp",
+                          "log", "pow", "sum", "norm", "dist"), True, ("cuda",))
 
 
 def custom_fwd(fwd=None, *, device_type, cast_inputs=None):

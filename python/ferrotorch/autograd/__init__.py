@@ -39,11 +39,38 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if allow_unused is None:
         allow_unused = materialize_grads
     gos = _seq(grad_outputs)
-    res = _C._grad(outs, ins, gos, retain_graph, create_graph, allow_unused)
+    if is_grads_batched:
+        res = _batched_grad(outs, ins, gos, retain_graph, create_graph, allow_unused)
+    else:
+        res = _C._grad(outs, ins, gos, retain_graph, create_graph, allow_unused)
     if materialize_grads:
         res = [_C.zeros_like(x) if g is None else g for g, x in zip(res, ins)]
     res = tuple(res)
     return res if not single_input else res
+
+
+def _batched_grad(outs, ins, gos, retain_graph, create_graph, allow_unused):
+    """``is_grads_batched``: the first dim of every grad_output indexes independent
+    vector-Jacobian products (PyTorch vmaps them; here they run one after another)."""
+    if gos is None or any(g is None for g in gos):
+        raise RuntimeError("grad_outputs must be given (as tensors) when is_grads_batched=True")
+    n = gos[0].shape[0] if gos[0].dim() else 0
+    if any(g.dim() == 0 or g.shape[0] != n for g in gos):
+        raise RuntimeError("is_grads_batched=True: every grad_output needs the same leading "
+                           "batch dim")
+    per_sample = []
+    for i in range(n):
+        keep = retain_graph if i == n - 1 else True
+        per_sample.append(_C._grad(outs, ins, [g[i] for g in gos], keep, create_graph,
+                                   allow_unused))
+    res = []
+    for j, x in enumerate(ins):
+        grads = [r[j] for r in per_sample]
+        if all(g is None for g in grads):
+            res.append(None)
+        else:
+            res.append(_C.stack([_C.zeros_like(x) if g is None else g for g in grads]))
+    return res
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,

@@ -40,6 +40,7 @@ from ferrotorch.distributions.gamma import (
     StudentT,
 )
 from ferrotorch.distributions.kl import kl_divergence, register_kl
+from ferrotorch.distributions.mixture import MixtureSameFamily
 from ferrotorch.distributions.multivariate import Independent, MultivariateNormal
 from ferrotorch.distributions.transformed_distribution import TransformedDistribution
 from ferrotorch.distributions.transforms import (
@@ -71,8 +72,9 @@ __all__ = [
     "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
     "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
     "Independent", "IndependentTransform", "Kumaraswamy", "Laplace", "LogNormal",
-    "LogisticNormal", "LogitRelaxedBernoulli", "LowerCholeskyTransform", "MultivariateNormal",
-    "Normal", "OneHotCategorical", "Pareto", "Poisson", "PositiveDefiniteTransform",
+    "LogisticNormal", "LogitRelaxedBernoulli", "LowerCholeskyTransform", "MixtureSameFamily",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "Pareto", "Poisson",
+    "PositiveDefiniteTransform",
     "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform",
     "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StackTransform",
     "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",

@@ -248,6 +248,21 @@ class ModuleDict(Module):
                 self[m[0]] = m[1]
 
 
+def _parameters_repr(items, type_name):
+    """The ``extra_repr`` lines of ParameterList / ParameterDict, as PyTorch writes them."""
+    lines = []
+    for k, p in items:
+        if isinstance(p, Tensor):
+            size_str = "x".join(str(s) for s in p.size())
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            device = f" ({p.device})" if p.device.type == "cuda" else ""
+            lines.append(f"  ({k}): {kind} containing: [{type_name(p)} of size {size_str}"
+                         f"{device}]")
+        else:
+            lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
+
+
 class ParameterList(Module):
     r"""A list of parameters (plain tensors are wrapped in :class:`Parameter`)."""
 
@@ -300,19 +315,8 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        lines = []
-        for k, p in enumerate(self):
-            if isinstance(p, Tensor):
-                size_str = "x".join(str(s) for s in p.size())
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                lines.append(f"  ({k}): {kind} containing: [{p.type()} of size {size_str}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
-
-    def __repr__(self):
-        body = self.extra_repr()
-        return self._get_name() + "(" + ("\n" + body + "\n" if body else "") + ")"
+        # as PyTorch's: the dtype here, the tensor type name in ParameterDict's
+        return _parameters_repr(enumerate(self), lambda p: str(p.dtype))
 
 
 class ParameterDict(Module):
@@ -381,12 +385,4 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self):
-        lines = []
-        for k, p in self.items():
-            size_str = "x".join(str(s) for s in p.size())
-            lines.append(f"  ({k}): Parameter containing: [{p.type()} of size {size_str}]")
-        return "\n".join(lines)
-
-    def __repr__(self):
-        body = self.extra_repr()
-        return self._get_name() + "(" + ("\n" + body + "\n" if body else "") + ")"
+        return _parameters_repr(self.items(), lambda p: p.type())

@@ -124,7 +124,9 @@ class Module:
         object.__setattr__(self, "_backward_hooks", OrderedDict())
         object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_state_dict_hooks", OrderedDict())
+        object.__setattr__(self, "_state_dict_pre_hooks", OrderedDict())
         object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_load_state_dict_post_hooks", OrderedDict())
 
     def forward(self, *input):
         raise NotImplementedError(
@@ -323,6 +325,8 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in ("_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())  # pickled before these existed
 
     # ------------------------------------------------------------------ iteration
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
@@ -538,6 +542,8 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+        for hook in self.__dict__.get("_state_dict_pre_hooks", {}).values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
@@ -545,7 +551,10 @@ class Module:
                                   keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
             result = hook(self, destination, prefix, {})
-            if result is not None:
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif result is not None:
                 destination = result
         return destination
 
@@ -626,6 +635,11 @@ class Module:
                     child_state_dict = {k: v for k, v in local_state_dict.items()
                                         if k.startswith(child_prefix)}
                     load(child, child_state_dict, child_prefix)
+            incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
+            for hook in module.__dict__.get("_load_state_dict_post_hooks", {}).values():
+                if hook(module, incompatible_keys) is not None:
+                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_"
+                                       "hook`` are not expected to return new values.")
 
         load(self, state_dict)
         if strict:
@@ -649,6 +663,38 @@ class Module:
         handle = RemovableHandle(self._load_state_dict_pre_hooks)
         self._load_state_dict_pre_hooks[handle.id] = (
             functools.partial(hook, self) if with_module else hook)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` collects this
+        module's entries."""
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after ``state_dict``
+        collected this module's entries; it edits ``state_dict`` in place (returns None)."""
+
+        def post_hook(module, state_dict, prefix, local_metadata):
+            return hook(module, state_dict, prefix, local_metadata)
+
+        post_hook._from_public_api = True
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = post_hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before this module loads its entries."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys)`` runs after this module (and its children)
+        loaded; it may edit ``incompatible_keys.missing_keys`` / ``unexpected_keys`` in place
+        before ``strict`` checks them."""
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
         return handle
 
     # ------------------------------------------------------------------ hooks and __call__
