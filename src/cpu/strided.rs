@@ -155,6 +155,9 @@ pub fn map1<T: Copy + Send + Sync, U: Copy + Send + Sync + Default + 'static>(
         return out;
     }
     let c = coalesce(&layout.shape, [&layout.strides]);
+    if map_transposed(src, layout.offset, &c, &mut out, &f) {
+        return out;
+    }
     let run_chunk = |start: usize, o: &mut [U]| {
         let mut w = 0;
         c.for_each_run(
@@ -252,6 +255,73 @@ pub fn for_each_chunk<U: Send>(out: &mut [U], run_chunk: impl Fn(usize, &mut [U]
     } else {
         run_chunk(0, out);
     }
+}
+
+/// Side of the square tiles of [`map_transposed`]: 16x16 tiles ran a 4096^2 f32 transpose
+/// about 3x faster than walking the source column by column (32 and 64 were slower: the
+/// source lines of a tile must stay in L1 while its rows are written).
+const TRANSPOSE_TILE: usize = 16;
+
+/// The copy pattern of a transposed matrix (`x.t().contiguous()`, `permute(0, 2, 1)`): the
+/// output's last dim walks the source with a stride while the dim before it is contiguous in
+/// the source. Walking output rows reads one element per source cache line and evicts the
+/// line before its neighbours are used; square tiles use each line fully. Returns false
+/// (writing nothing) for other patterns.
+fn map_transposed<T: Copy + Send + Sync, U: Copy + Send + Sync>(
+    src: &[T],
+    offset: usize,
+    c: &Coalesced<1>,
+    out: &mut [U],
+    f: &(impl Fn(T) -> U + Sync),
+) -> bool {
+    const T: usize = TRANSPOSE_TILE;
+    let nd = c.shape.len();
+    if nd < 2 {
+        return false;
+    }
+    let (rows, cols) = (c.shape[nd - 2], c.shape[nd - 1]);
+    let col_stride = c.strides[0][nd - 1];
+    if c.strides[0][nd - 2] != 1 || col_stride == 1 || rows < T || cols < T {
+        return false;
+    }
+    let (outer_shape, outer_strides) = (&c.shape[..nd - 2], &c.strides[0][..nd - 2]);
+    // Output rows r0.. of plane `p` (a band of at most T rows), tile by tile along the row.
+    let band = |p: usize, r0: usize, o: &mut [U]| {
+        let mut base = offset + r0;
+        let mut rest = p;
+        for k in (0..outer_shape.len()).rev() {
+            base += (rest % outer_shape[k]) * outer_strides[k];
+            rest /= outer_shape[k];
+        }
+        let band_rows = o.len() / cols;
+        for c0 in (0..cols).step_by(T) {
+            let c1 = (c0 + T).min(cols);
+            for r in 0..band_rows {
+                let row = &mut o[r * cols + c0..r * cols + c1];
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = f(src[base + r + (c0 + j) * col_stride]);
+                }
+            }
+        }
+    };
+    let plane = rows * cols;
+    let run_plane = |(p, pl): (usize, &mut [U])| {
+        if plane >= PAR_THRESHOLD {
+            pl.par_chunks_mut(T * cols)
+                .enumerate()
+                .for_each(|(b, o)| band(p, b * T, o));
+        } else {
+            pl.chunks_mut(T * cols)
+                .enumerate()
+                .for_each(|(b, o)| band(p, b * T, o));
+        }
+    };
+    if out.len() >= PAR_THRESHOLD && plane < PAR_THRESHOLD {
+        out.par_chunks_mut(plane).enumerate().for_each(run_plane);
+    } else {
+        out.chunks_mut(plane).enumerate().for_each(run_plane);
+    }
+    true
 }
 
 /// `out[i] = f(src[i])` over two equally long slices: the vectorisable inner loop.
