@@ -17,7 +17,8 @@ pub enum Error {
     },
     /// A shape argument is invalid on its own (view of wrong numel, negative size...). -> RuntimeError
     InvalidShape { op: &'static str, msg: String },
-    /// The op does not support this dtype. -> RuntimeError (as PyTorch's "not implemented for 'Bool'")
+    /// The op does not support this dtype. -> NotImplementedError (a RuntimeError subclass), as
+    /// PyTorch's "not implemented for 'Bool'"
     UnsupportedDType { op: &'static str, dtype: DType },
     /// Two dtypes that had to agree did not. -> RuntimeError
     DTypeMismatch {

@@ -25,7 +25,9 @@ pub use convert::{PyDType, PyDevice};
 pub use tensor::PyTensor;
 
 use crate::Error;
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 
 impl From<Error> for PyErr {
@@ -35,6 +37,9 @@ impl From<Error> for PyErr {
             Error::DimOutOfRange { .. } | Error::Index(_) => PyIndexError::new_err(msg),
             Error::Value(_) => PyValueError::new_err(msg),
             Error::Type(_) => PyTypeError::new_err(msg),
+            // PyTorch's dtype-dispatch failures ("... not implemented for 'Long'") are
+            // NotImplementedError, itself a RuntimeError subclass.
+            Error::UnsupportedDType { .. } => PyNotImplementedError::new_err(msg),
             _ => PyRuntimeError::new_err(msg),
         }
     }
