@@ -225,9 +225,7 @@ impl Tensor {
                         } else {
                             od.get()?.clone()
                         };
-                        let w = mul(g, &y)?;
-                        let total = w.sum(Some(&[dim]), true, None)?;
-                        let rc = add(&sub(&total, &w.cumsum(dim, None)?)?, &w)?;
+                        let rc = crate::tensor::reduce_grad::rev_cumsum(&mul(g, &y)?, dim)?;
                         div(&rc, &xc)?
                     } else {
                         cumprod_backward_zeros(g, &xc, d)?

@@ -162,10 +162,11 @@ fn evenly(g: &Tensor, x: &Tensor, y: &Tensor, in_shape: &[usize], mask: &[bool])
     mul(&unreduce(g, in_shape, mask)?, &w)
 }
 
-/// `sum(g, d, keepdim) - cumsum(g, d) + g`: the reversed cumulative sum along `d`.
-fn rev_cumsum(g: &Tensor, d: i64) -> Result<Tensor> {
-    let total = g.sum(Some(&[d]), true, None)?;
-    add(&sub(&total, &g.cumsum(d, None)?)?, g)
+/// The reversed cumulative sum along `d` (`out[i] = sum(g[i..])`), summed from the end as
+/// PyTorch does: `total - cumsum + g` is the same in exact arithmetic but cancels, losing
+/// every small term after a large one in float32.
+pub(crate) fn rev_cumsum(g: &Tensor, d: i64) -> Result<Tensor> {
+    g.flip(&[d])?.cumsum(d, None)?.flip(&[d])
 }
 
 impl Tensor {

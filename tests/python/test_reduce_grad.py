@@ -177,3 +177,21 @@ def test_no_grad_records_nothing(rng):
         assert x.sum().grad_fn is None and x.softmax(0).grad_fn is None
     assert x.sum().grad_fn is not None
     assert x.max(1)[1].grad_fn is None
+
+
+def test_cumsum_cumprod_backward_keep_small_terms_after_large_ones():
+    # The reversed cumulative sum of the gradient is summed from the end: a formula through
+    # the total (total - cumsum + g) loses 1.0 next to 1e8 in float32.
+    y = ft.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    ft.cumsum(y, 0).backward(ft.tensor([1e8, 1.0, 1.0]))
+    assert y.grad.tolist() == [1e8, 2.0, 1.0]  # 1e8 + 2 rounds to 1e8 in float32
+    # cumprod divides that sum by the input: a tiny input must not amplify a rounding error.
+    x = ft.tensor([1.0, 0.6065306663513184, 1.0, 0.3678794503211975, 0.1353352665901184,
+                   1e-10], requires_grad=True)
+    g = ft.tensor([0.0, 0.0, 1.264241099357605, 2.593994140625, 4.0, 0.0])
+    ft.cumprod(x, 0).backward(g)
+    xd = x.detach().double().numpy()
+    want = [sum(g[j].item() * np.prod(xd[:j + 1]) / xd[i] for j in range(i, 6))
+            for i in range(6)]
+    np.testing.assert_allclose(x.grad.double().numpy(), want, rtol=1e-5, atol=1e-6)
+    assert x.grad[-1].item() == 0.0
