@@ -183,8 +183,7 @@ impl Tensor {
             (m.grad_fn.clone().expect("non-leaf"), m.output_nr)
         };
         let weak = Arc::downgrade(&self.0);
-        node.add_pre_hook(
-            next_hook_id(),
+        node.add_retain_grad_hook(
             nr,
             Arc::new(move |g: &Tensor| {
                 if let Some(t) = weak.upgrade() {

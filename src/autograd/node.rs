@@ -28,6 +28,9 @@ pub struct Edge {
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// Id of `retain_grad`'s hook (never handed out by `next_hook_id`, never removed).
+const RETAIN_GRAD_HOOK_ID: u64 = u64::MAX;
+
 pub struct Node {
     name: String,
     seq: u64,
@@ -131,16 +134,26 @@ impl Node {
     pub fn add_pre_hook(&self, id: u64, output_nr: usize, hook: HookFn) {
         lock(&self.pre_hooks).push((id, output_nr, hook));
     }
+    /// The hook that stores an output's gradient for `retain_grad`: it runs after every other
+    /// hook on that output, whenever those were registered (PyTorch's order), so `.grad` is
+    /// the gradient the hooks produced.
+    pub fn add_retain_grad_hook(&self, output_nr: usize, hook: HookFn) {
+        lock(&self.pre_hooks).push((RETAIN_GRAD_HOOK_ID, output_nr, hook));
+    }
     pub fn remove_pre_hook(&self, id: u64) -> bool {
         let mut h = lock(&self.pre_hooks);
         let before = h.len();
         h.retain(|(i, _, _)| *i != id);
         h.len() != before
     }
+    /// The hooks on output `output_nr` in the order they run: registration order, the
+    /// `retain_grad` one last.
     pub(crate) fn hooks_for(&self, output_nr: usize) -> Vec<HookFn> {
-        lock(&self.pre_hooks)
-            .iter()
-            .filter(|(_, nr, _)| *nr == output_nr)
+        let hooks = lock(&self.pre_hooks);
+        let on_output = || hooks.iter().filter(|(_, nr, _)| *nr == output_nr);
+        on_output()
+            .filter(|(id, _, _)| *id != RETAIN_GRAD_HOOK_ID)
+            .chain(on_output().filter(|(id, _, _)| *id == RETAIN_GRAD_HOOK_ID))
             .map(|(_, _, h)| h.clone())
             .collect()
     }

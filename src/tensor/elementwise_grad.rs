@@ -227,10 +227,7 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                 Sigmoid => mul(g, &mul(&y, &rsubs(&y, 1.0)?)?)?,
                 Relu => match relu_backward_fast(g, x) {
                     Some(r) => r?,
-                    None => mul(
-                        g,
-                        &x.binary_scalar(Scalar::Float(0.0), BinaryOp::Gt, false)?,
-                    )?,
+                    None => relu_backward_recorded(g, x)?,
                 },
                 Gelu => {
                     // d/dx x*Phi(x) = Phi(x) + x*phi(x)
@@ -385,6 +382,32 @@ pub(crate) fn record_to_device(x: &Tensor, out: &Tensor) {
 /// ReLU's gradient `g where x > 0 else 0` in one pass (PyTorch's `threshold_backward`), for
 /// f32/f64 when the result need not be differentiable (no `create_graph`). `None` means: use
 /// the composite formula.
+/// `g * (x > 0)` recorded as PyTorch's `threshold_backward`: differentiable in `g` (the same
+/// mask) and, with a zero gradient, in `x`, so that under `create_graph` the second-order
+/// graph still reaches `x` and parameters behind it get zeros (not `None`) as in PyTorch:
+/// optimizers then treat them alike (weight decay, momentum).
+fn relu_backward_recorded(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let mask = x.binary_scalar(Scalar::Float(0.0), BinaryOp::Gt, false)?;
+    let out = crate::autograd::no_grad(|| mul(g, &mask))?;
+    if needs_grad(&[g, x]) {
+        let x_like = (x.shape().to_vec(), x.dtype(), x.device());
+        record(
+            "ThresholdBackwardBackward0",
+            &[g, x],
+            &[&out],
+            Box::new(move |grads| {
+                let Some(gg) = &grads[0] else {
+                    return Ok(vec![None, None]);
+                };
+                let (shape, dt, dev) = &x_like;
+                let zeros = Tensor::full_on(*dev, shape, Scalar::Int(0), *dt)?;
+                Ok(vec![Some(mul(gg, &mask)?), Some(zeros)])
+            }),
+        );
+    }
+    Ok(out)
+}
+
 fn relu_backward_fast(g: &Tensor, x: &Tensor) -> Option<Result<Tensor>> {
     fn typed<T: crate::FloatElement>(g: &Tensor, x: &Tensor) -> Result<Tensor> {
         let out = crate::cpu::strided::map2(

@@ -549,3 +549,29 @@ def test_make_dot_renders_png(tmp_path):
 
 def test_math_sanity():
     assert math.isclose(float(ft.tensor(2.0).exp()), math.exp(2.0), rel_tol=1e-6)
+
+
+def test_retain_grad_runs_after_the_other_hooks_whenever_registered():
+    h = ft.ones(3, requires_grad=True)
+    y = h * 2
+    y.retain_grad()
+    y.register_hook(lambda g: g * 3)  # registered after retain_grad, still runs before it
+    y.sum().backward()
+    assert y.grad.tolist() == [3.0, 3.0, 3.0]
+    assert h.grad.tolist() == [6.0, 6.0, 6.0]
+
+
+def test_relu_second_order_reaches_parameters_behind_the_mask_with_zeros():
+    # PyTorch's relu backward (threshold_backward) is differentiable in its input with a zero
+    # gradient: a gradient penalty gives the bias a zero gradient, not None.
+    ft.manual_seed(0)
+    x = ft.randn(4, 3, requires_grad=True)
+    w = ft.randn(3, 3, requires_grad=True)
+    b = ft.randn(3, requires_grad=True)
+    (g,) = ft.autograd.grad(ft.relu(x @ w.T + b).sum(), x, create_graph=True)
+    g.pow(2).sum().backward()
+    assert b.grad is not None and b.grad.tolist() == [0.0, 0.0, 0.0]
+    assert w.grad is not None and float(w.grad.abs().sum()) > 0
+    (g,) = ft.autograd.grad(ft.nn.functional.leaky_relu(x @ w.T + b, 0.1).sum(), x,
+                            create_graph=True)
+    assert g.grad_fn is not None
