@@ -171,8 +171,13 @@ def slogdet(A, *, out=None):
     return _out(_slogdet_result(*_via_cpu(_C._linalg_slogdet, A)), out)
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
-    """Moore-Penrose pseudo-inverse via the SVD (or eigh when ``hermitian``)."""
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """Moore-Penrose pseudo-inverse via the SVD (or eigh when ``hermitian``). ``rcond`` is
+    PyTorch's older spelling of ``rtol`` (and excludes ``atol``/``rtol``)."""
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg.pinv(): pass either rcond or atol/rtol, not both")
+        rtol = rcond
     atol, rtol = _float_or_none(atol), _float_or_none(rtol)
     return _out(_via_cpu(lambda a: _C._linalg_pinv(a, atol, rtol, hermitian), A), out)
 
@@ -614,6 +619,13 @@ def _composed_vector_norm(x, ord, dims, keepdim):
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """Vector ``ord``-norm over ``dim`` (all elements when ``None``)."""
+    if not x.is_floating_point():  # checked before the dtype= cast, as PyTorch does
+        from ferrotorch._api_extra import _dtype_name
+
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. "
+            f"Got {_dtype_name(x.dtype)}"
+        )
     x = _cast(x, dtype)
     ord, dims = builtins.float(ord), _dims(dim)
     if x.is_cuda and x.is_floating_point():
@@ -650,14 +662,14 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     if isinstance(dim, int):
         dim = (dim,)
     if dim is not None:
-        if len(dim) == 1:
+        if len(dim) == 1 and not isinstance(ord, str):  # a string ord is a matrix norm
             return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
         return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
-    if A.dim() == 1:
+    if A.dim() == 1 and not isinstance(ord, str):
         return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
-    if A.dim() == 2:
+    if A.dim() in (1, 2):  # matrix_norm rejects a 1-D input with a string ord
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
     raise RuntimeError(
         f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
@@ -670,10 +682,38 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 
 
 def _einsum(equation, *operands):
-    """``torch.einsum(equation, *operands)`` (operands may also be given as one list)."""
+    """``torch.einsum(equation, *operands)`` (operands may also be given as one list), or the
+    sublist form ``einsum(op1, sublist1, op2, sublist2, ..., [sublist_out])``."""
+    if not isinstance(equation, str):
+        equation, operands = _einsum_sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     return _C._einsum(equation, [_as_tensor(o) for o in operands])
+
+
+def _einsum_subscript(n):
+    if n is Ellipsis:
+        return "..."
+    if 0 <= n < 26:
+        return chr(ord("A") + n)
+    if 26 <= n < 52:
+        return chr(ord("a") + n - 26)
+    raise ValueError(
+        "einsum(): subscript in subscript list is not within the valid range [0, 52)"
+    )
+
+
+def _einsum_sublist_equation(args):
+    """The equation and operands of ``einsum``'s sublist form (as PyTorch spells it)."""
+    operands = args[0::2]
+    sublists = args[1::2]
+    out = None
+    if len(args) % 2 == 1:  # a trailing output sublist
+        operands, out = operands[:-1], operands[-1]
+    equation = ",".join("".join(_einsum_subscript(n) for n in sub) for sub in sublists)
+    if out is not None:
+        equation += "->" + "".join(_einsum_subscript(n) for n in out)
+    return equation, operands
 
 
 def _tensordot(a, b, dims=2, out=None):
