@@ -617,15 +617,19 @@ def _composed_vector_norm(x, ord, dims, keepdim):
     return r.to(dt) if r.dtype != dt else r
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Vector ``ord``-norm over ``dim`` (all elements when ``None``)."""
-    if not x.is_floating_point():  # checked before the dtype= cast, as PyTorch does
+def _require_float_input(x, op):
+    """The norms take floating inputs only, whatever their ``dtype=`` (checked before the
+    cast, as PyTorch does)."""
+    if not x.is_floating_point():
         from ferrotorch._api_extra import _dtype_name
 
-        raise RuntimeError(
-            "linalg.vector_norm: Expected a floating point or complex tensor as input. "
-            f"Got {_dtype_name(x.dtype)}"
-        )
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {_dtype_name(x.dtype)}")
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Vector ``ord``-norm over ``dim`` (all elements when ``None``)."""
+    _require_float_input(x, "linalg.vector_norm")
     x = _cast(x, dtype)
     ord, dims = builtins.float(ord), _dims(dim)
     if x.is_cuda and x.is_floating_point():
@@ -637,6 +641,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Matrix norm: ``'fro'``, ``'nuc'``, ``inf``, ``-inf``, ``1``, ``-1``, ``2``, ``-2``."""
+    _require_float_input(A, "linalg.matrix_norm")
     A = _cast(A, dtype)
     if not isinstance(ord, str):
         ord = builtins.float(ord)
