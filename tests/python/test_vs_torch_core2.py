@@ -1736,3 +1736,74 @@ KWARGS_XFAIL = {
 @pytest.mark.parametrize("name", params(KWARGS, KWARGS_XFAIL))
 def test_keyword_arguments(name):
     both(KWARGS[name], np.random.default_rng(32).standard_normal((3, 4)).astype(np.float32))
+
+
+# ----------------------------------------------------------------------------------------------
+# writes through views (and not through copies)
+
+
+def _ns(v):
+    return torch if isinstance(v, torch.Tensor) else ft
+
+
+def _write_through(view_fn, write=lambda v: v.mul_(-1)):
+    def f(m, x):
+        y = x.clone()
+        write(view_fn(m, y))
+        return y
+    return f
+
+
+wt = _write_through
+WRITES = {
+    "unbind": wt(lambda m, y: y.unbind(1)[2]),
+    "split": wt(lambda m, y: y.split(2, 2)[1]),
+    "chunk": wt(lambda m, y: y.chunk(3, 1)[1]),
+    "diagonal": wt(lambda m, y: y.diagonal(0, 1, 2)),
+    "as_strided": wt(lambda m, y: y.as_strided((2, 2), (5, 1), 3)),
+    "narrow": wt(lambda m, y: y.narrow(2, 1, 2)),
+    "select": wt(lambda m, y: y.select(2, 3)),
+    "unfold": wt(lambda m, y: y.unfold(2, 2, 2)),
+    "movedim": wt(lambda m, y: y.movedim(0, 2)[0]),
+    "squeeze": wt(lambda m, y: y[:, :1].squeeze(1)),
+    "unsqueeze": wt(lambda m, y: y.unsqueeze(0)[0, 1]),
+    "view": wt(lambda m, y: y.view(6, 4)[2:]),
+    "reshape_view": wt(lambda m, y: y.reshape(6, 4)[::2]),
+    "flatten_view": wt(lambda m, y: y.flatten()[5:9]),
+    "t_view": wt(lambda m, y: y[0].t()[1]),
+    "transpose_view": wt(lambda m, y: y.transpose(0, 2)[1:3]),
+    "permute_view": wt(lambda m, y: y.permute(2, 0, 1)[3]),
+    "getitem_none_ell": wt(lambda m, y: y[None, ..., 1]),
+    "getitem_step": wt(lambda m, y: y[:, ::2, 1::2]),
+    "view_of_view": wt(lambda m, y: y[1].view(12)[::3].view(2, 2)[1]),
+    "real": wt(lambda m, y: y.real),
+    "detach": wt(lambda m, y: y.detach()[0]),
+    "diag_embed_copy": wt(lambda m, y: m.diag_embed(y[0, 0])),
+    "reshape_copy_nc": wt(lambda m, y: y.transpose(1, 2).reshape(2, 12)),
+    "contiguous_copy": wt(lambda m, y: y.transpose(1, 2).contiguous()),
+    "flatten_copy_nc": wt(lambda m, y: y.transpose(1, 2).flatten()),
+    "index_copy_adv": wt(lambda m, y: y[m.tensor([0])]),
+    "mask_copy": wt(lambda m, y: y[y > 5]),
+    "expand_as_view_read": lambda m, x: (lambda y: (y.expand(2, 2, 3, 4).sum(), y)[0])(x.clone()),
+    "split_with_sizes": wt(lambda m, y: y.split_with_sizes([1, 3], 2)[1]),
+    "tensor_split": wt(lambda m, y: m.tensor_split(y, 3, 2)[1]),
+    "hsplit": wt(lambda m, y: m.hsplit(y, 3)[2]),
+    "swapaxes": wt(lambda m, y: y.swapaxes(0, 1)[2]),
+    "view_as": wt(lambda m, y: y.view_as(m.zeros(4, 6))[1]),
+    "mT": wt(lambda m, y: y.mT[0]),
+    "fill_diag_view": wt(lambda m, y: y[0, :, :3], lambda v: v.fill_diagonal_(100.0)),
+    "setitem_on_view": wt(lambda m, y: y[1], lambda v: v.__setitem__((slice(None), 0), 50.0)),
+    "copy_into_view": wt(lambda m, y: y[:, 1], lambda v: v.copy_(_ns(v).ones_like(v) * 7)),
+    "zero_view": wt(lambda m, y: y[:, :, 2], lambda v: v.zero_()),
+    "clamp_view": wt(lambda m, y: y[0], lambda v: v.clamp_(5, 7)),
+    "index_put_view": wt(lambda m, y: y.transpose(0, 2),
+                         lambda v: v.index_put_((_ns(v).tensor([1, 3]),), _ns(v).tensor(0.0))),
+    "scatter_view": wt(lambda m, y: y[1].t(),
+                       lambda v: v.scatter_(0, _ns(v).tensor([[3, 0, 1]]), -5.0)),
+    "masked_fill_view": wt(lambda m, y: y[:, ::2], lambda v: v.masked_fill_(v > 10, 0.0)),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITES))
+def test_writes_through_views(name):
+    both(WRITES[name], np.arange(24, dtype=np.float32).reshape(2, 3, 4))
