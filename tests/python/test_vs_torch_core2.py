@@ -1807,3 +1807,67 @@ WRITES = {
 @pytest.mark.parametrize("name", list(WRITES))
 def test_writes_through_views(name):
     both(WRITES[name], np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+
+
+# ----------------------------------------------------------------------------------------------
+# NaN, infinities and signed zeros through sorting, reductions and comparisons, every float
+# dtype (signbit of a NaN is left out: its sign after a cast to bfloat16 is unspecified)
+
+NAN_OPS = {
+    "sort": lambda m, x: tuple(x.sort(stable=True)),
+    "sort_desc": lambda m, x: tuple(x.sort(descending=True, stable=True)),
+    "argsort": lambda m, x: x.argsort(stable=True),
+    "topk": lambda m, x: x.topk(4).values,
+    "topk_small": lambda m, x: x.topk(4, largest=False).values,
+    "unique": lambda m, x: m.unique(x, return_counts=True),
+    "unique_inv": lambda m, x: m.unique(x, return_inverse=True)[0],
+    "kthvalue": lambda m, x: x.kthvalue(3).values,
+    "median": lambda m, x: x.median(),
+    "nanmedian": lambda m, x: x.nanmedian(),
+    "median_dim": lambda m, x: tuple(x.median(1)),
+    "nanmedian_dim": lambda m, x: x.nanmedian(1).values,
+    "max": lambda m, x: x.max(),
+    "argmax": lambda m, x: x.argmax(),
+    "amin": lambda m, x: x.amin(1),
+    "argmin": lambda m, x: x.argmin(),
+    "max_dim": lambda m, x: tuple(x.max(1)),
+    "min_dim": lambda m, x: tuple(x.min(1)),
+    "cummax": lambda m, x: tuple(x.cummax(1)),
+    "cummin": lambda m, x: tuple(x.cummin(1)),
+    "msort": lambda m, x: m.msort(x.t()),
+    "unique_consec": lambda m, x: m.unique_consecutive(x, return_counts=True),
+    "searchsorted": lambda m, x: m.searchsorted(m.tensor([-1.0, 0.0, 2.0, 3.0]).to(x.dtype), x),
+    "clamp_nan": lambda m, x: x.clamp(-1, 1),
+    "maximum": lambda m, x: m.maximum(x, x.flip(1)),
+    "fmin": lambda m, x: m.fmin(x, x.flip(1)),
+    "nan_to_num": lambda m, x: m.nan_to_num(x),
+    "sign": lambda m, x: x.sign(),
+    "round": lambda m, x: x.round(),
+    "logsumexp": lambda m, x: x.logsumexp(1),
+    "softmax": lambda m, x: x.softmax(1),
+    "sum": lambda m, x: x.sum(),
+    "nansum": lambda m, x: x.nansum(),
+    "nanmean": lambda m, x: x.nanmean(),
+    "cumsum": lambda m, x: x.cumsum(1),
+    "prod": lambda m, x: x.prod(),
+    "isin": lambda m, x: m.isin(x, m.tensor([float("nan"), 2.0, float("inf")]).to(x.dtype)),
+    "eq": lambda m, x: x == x,
+    "ne": lambda m, x: x != x.flip(1),
+    "floor_div": lambda m, x: x // 2,
+    "rem": lambda m, x: x % 2,
+    "to_int": lambda m, x: x[:, [0, 2, 6, 7, 8]].long(),
+    "to_bool": lambda m, x: x.bool(),
+    "mode": lambda m, x: x.mode(1).values,
+    "aminmax": lambda m, x: tuple(x.aminmax()),
+    "var": lambda m, x: x.var(),
+    "norm": lambda m, x: x.norm(),
+    "norm_inf": lambda m, x: x.norm(float("inf")),
+    "count_nonzero": lambda m, x: x.count_nonzero(),
+}
+_NAN_DATA = np.array([[3.0, np.nan, -1.0, np.inf, -np.inf, np.nan, 0.0, -0.0, 2.0, 2.0]],
+                     dtype=np.float32)
+
+
+@pytest.mark.parametrize("name,dtype", params(NAN_OPS, {}, FLOATS))
+def test_nan_inf_handling(name, dtype):
+    both(lambda m, x: NAN_OPS[name](m, cast(m, x, dtype)), _NAN_DATA)
