@@ -233,6 +233,63 @@ CREATION = {
     "meshgrid_2d_input": lambda m: m.meshgrid(m.ones(2, 2), m.arange(2), indexing="ij"),
     "scalar_tensor_bool": lambda m: m.scalar_tensor(True),
     "int_requires_grad": lambda m: m.tensor([1, 2], requires_grad=True),
+    "list_of_1d_tensors": lambda m: m.tensor([m.tensor([1.0, 2.0]), m.tensor([3.0, 4.0])]),
+    "list_of_np_arrays": lambda m: m.tensor([np.array([1, 2]), np.array([3, 4])]),
+    "list_of_np_scalars": lambda m: m.tensor([np.float32(1.5), np.int64(2)]),
+    "list_of_np_f16_scalars": lambda m: m.tensor([np.float16(1.5), np.float16(2)]),
+    "list_of_np_bools": lambda m: m.tensor([np.bool_(True), np.bool_(False)]),
+    "list_bool_float": lambda m: m.tensor([True, 2.5]),
+    "tensor_of_tensor": lambda m: m.tensor(m.tensor([1, 2]), dtype=m.float32),
+    "tensor_of_tensor_copies": lambda m: (lambda t: (m.tensor(t).add_(1), t)[1])(m.tensor([1])),
+    "list_of_0d_int_tensors": lambda m: m.tensor([m.tensor(1), m.tensor(2)]),
+    "list_of_mixed_0d_tensors": lambda m: m.tensor([m.tensor(1), m.tensor(2.5)]),
+    "list_of_0d_f64_tensors": lambda m: m.tensor([m.tensor(1.5, dtype=m.float64)]),
+    "np_f16": lambda m: m.tensor(np.array([1.5], dtype=np.float16)),
+    "np_0d_bool": lambda m: m.tensor(np.array(True)),
+    "np_empty_2d": lambda m: m.tensor(np.zeros((0, 3), dtype=np.int32)),
+    "np_negative_strides": lambda m: m.tensor(np.arange(5)[::-1]),
+    "from_numpy_negative_strides": lambda m: m.from_numpy(np.arange(5)[::-1]),
+    "from_numpy_noncontig_strides": lambda m: m.from_numpy(np.arange(12.0).reshape(3, 4)[:, ::2])
+    .stride(),
+    "from_numpy_shares": lambda m: (lambda a: (m.from_numpy(a).add_(1), a.tolist())[1])(
+        np.zeros(3)),
+    "from_numpy_list": lambda m: m.from_numpy([1, 2]),
+    "as_tensor_np_shares": lambda m: (lambda a: (m.as_tensor(a).add_(1), a.tolist())[1])(
+        np.zeros(3)),
+    "as_tensor_np_cast_copies": lambda m: (lambda a: (m.as_tensor(a, dtype=m.float32).add_(1),
+                                                      a.tolist())[1])(np.zeros(3)),
+    "as_tensor_list_of_0d_tensors": lambda m: m.as_tensor([m.tensor(1.0), m.tensor(2.0)]),
+    "f16_overflow_to_inf": lambda m: m.tensor([1e6], dtype=m.float16),
+    "int_out_of_uint8_range": lambda m: m.tensor([-1, 256], dtype=m.uint8),
+    "int_out_of_int8_range": lambda m: m.tensor([200], dtype=m.int8),
+    "inf_to_int64": lambda m: m.tensor([float("inf")], dtype=m.int64),
+    "range_object": lambda m: m.tensor(range(4)),
+    "generator": lambda m: m.tensor(x for x in range(3)),
+    "set": lambda m: m.tensor({1, 2}),
+    "bytes": lambda m: m.tensor(b"ab"),
+    "nested_empty": lambda m: m.tensor([[[]]]),
+    "zeros_float_size": lambda m: m.zeros(2.0),
+    "zeros_0d_tensor_size": lambda m: m.zeros(m.tensor(2)),
+    "zeros_np_int_size": lambda m: m.zeros(np.int64(2), 3),
+    "ones_tuple_and_int": lambda m: m.ones((2,), 3),
+    "full_int_size": lambda m: m.full(2, 1),
+    "empty_negative": lambda m: m.empty(-1),
+    "eye_float": lambda m: m.eye(2.5),
+    "arange_int64_large": lambda m: m.arange(2**40, 2**40 + 3),
+    "arange_inf": lambda m: m.arange(0, float("inf")),
+    "arange_nan": lambda m: m.arange(0, float("nan")),
+    "arange_len_rounding": lambda m: m.arange(0, 0.3, 0.1),
+    "arange_float_step_int16": lambda m: m.arange(0, 5, 1.5, dtype=m.int16),
+    "linspace_float_steps": lambda m: m.linspace(0, 1, 2.0),
+    "linspace_int8_descending": lambda m: m.linspace(10, -10, 5, dtype=m.int8),
+    "linspace_f16_large": lambda m: m.linspace(0, 1000, 11, dtype=m.float16),
+    "linspace_bf16": lambda m: m.linspace(-1, 1, 9, dtype=m.bfloat16),
+    "logspace_bf16": lambda m: m.logspace(0, 2, 3, dtype=m.bfloat16),
+    "logspace_int32": lambda m: m.logspace(0, 2, 3, base=10, dtype=m.int32),
+    "logspace_negative_base": lambda m: m.logspace(0, 2, 3, base=-2),
+    "tril_indices_far_below": lambda m: m.tril_indices(3, 3, -5),
+    "triu_indices_far_right": lambda m: m.triu_indices(3, 4, 10),
+    "tril_indices_int32": lambda m: m.tril_indices(3, 3, dtype=m.int32),
 }
 CREATION_XFAIL = {
     "tensor_overflow": "ferrotorch raises TypeError('Could not infer dtype of int') for an int "
@@ -241,6 +298,33 @@ CREATION_XFAIL = {
     "tensor_none": "torch.tensor(None) raises RuntimeError('Could not infer dtype of NoneType'); "
                    "ferrotorch raises TypeError (src/python/tensor.rs, the 'Could not infer "
                    "dtype' PyTypeError)",
+    "list_of_1d_tensors": "torch.tensor([t1, t2]) of 1-d tensors raises TypeError('Could not infer "
+                          "dtype of Tensor'); PyTorch raises ValueError('only one element tensors "
+                          "can be converted to Python scalars') (src/python/tensor.rs)",
+    "list_of_np_arrays": "torch.tensor([np.array([1, 2]), np.array([3, 4])]) raises TypeError "
+                         "('Could not infer dtype of ndarray'); PyTorch builds a (2, 2) tensor "
+                         "(src/python/tensor.rs, tensor data extraction)",
+    "list_of_np_f16_scalars": "a list of NumPy float16 scalars gives float32; PyTorch keeps "
+                              "float16 (src/python/tensor.rs, scalar dtype inference)",
+    "list_of_0d_f64_tensors": "a list of float64 0-d tensors gives float32 (only the category is "
+                              "kept); PyTorch gives float64 (src/python/tensor.rs, the 0-d tensor "
+                              "branch of the data extraction)",
+    "int_out_of_uint8_range": "torch.tensor([-1, 256], dtype=torch.uint8) wraps; PyTorch raises "
+                              "RuntimeError('value cannot be converted to type uint8 without "
+                              "overflow') (src/python/tensor.rs, tensor_from_data)",
+    "int_out_of_int8_range": "torch.tensor([200], dtype=torch.int8) wraps; PyTorch raises "
+                             "RuntimeError (overflow) (src/python/tensor.rs, tensor_from_data)",
+    "inf_to_int64": "torch.tensor([inf], dtype=torch.int64) gives a value; PyTorch raises "
+                    "RuntimeError (overflow) (src/python/tensor.rs, tensor_from_data)",
+    "generator": "RuntimeError in PyTorch ('Could not infer dtype of generator'), TypeError here "
+                 "(src/python/tensor.rs)",
+    "set": "RuntimeError in PyTorch ('Could not infer dtype of set'), TypeError here "
+           "(src/python/tensor.rs)",
+    "bytes": "torch.tensor(b'ab') gives tensor([97, 98]); PyTorch raises TypeError('new(): "
+             "invalid data type bytes') (src/python/tensor.rs: only str is rejected)",
+    "zeros_0d_tensor_size": "torch.zeros(torch.tensor(2)) raises TypeError (expected a sequence "
+                            "of integers); PyTorch takes a 0-d integer tensor as a size "
+                            "(src/python/convert.rs, extract_shape_args)",
 }
 
 
