@@ -1955,3 +1955,48 @@ _NAN_DATA = np.array([[3.0, np.nan, -1.0, np.inf, -np.inf, np.nan, 0.0, -0.0, 2.
 @pytest.mark.parametrize("name,dtype", params(NAN_OPS, {}, FLOATS))
 def test_nan_inf_handling(name, dtype):
     both(lambda m, x: NAN_OPS[name](m, cast(m, x, dtype)), _NAN_DATA)
+
+
+# ----------------------------------------------------------------------------------------------
+# 0-d tensors in type promotion: they count only where their category is higher
+
+ZERO_DIM_OPS = {
+    "add": lambda m, a, s: a + s,
+    "radd": lambda m, a, s: s + a,
+    "mul": lambda m, a, s: m.mul(a, s),
+    "div": lambda m, a, s: a / s,
+    "floordiv": lambda m, a, s: a // s,
+    "remainder": lambda m, a, s: a % s,
+    "fmod": lambda m, a, s: m.fmod(a, s),
+    "pow": lambda m, a, s: a**s,
+    "rpow": lambda m, a, s: s**a,
+    "atan2": lambda m, a, s: m.atan2(a, s),
+    "copysign": lambda m, a, s: m.copysign(a, s),
+    "maximum": lambda m, a, s: m.maximum(a, s),
+    "eq": lambda m, a, s: a == s,
+    "lt_reflected": lambda m, a, s: s < a,
+    "bitwise_and": lambda m, a, s: a & s,
+    "sub_alpha": lambda m, a, s: m.sub(a, s, alpha=2),
+    "where_other": lambda m, a, s: m.where(a > 2, a, s),
+    "where_input": lambda m, a, s: m.where(a > 2, s, a),
+    "clamp_min": lambda m, a, s: m.clamp(a, min=s),
+    "add_": lambda m, a, s: a.clone().add_(s),
+    "mul_": lambda m, a, s: a.clone().mul_(s),
+    "masked_fill": lambda m, a, s: a.masked_fill(a > 2, s),
+    "index_put_": lambda m, a, s: a.clone().index_put_((m.tensor([0]),), s),
+    "setitem": lambda m, a, s: (lambda y: (y.__setitem__(0, s), y)[1])(a.clone()),
+    "cat": lambda m, a, s: m.cat([a.flatten(), s.reshape(1)]),
+}
+ZERO_DIM_XFAIL = {("clamp_min", "bool"): BINARY_XFAIL[("clamp_min_tensor", "bool")]}
+
+
+@pytest.mark.parametrize("name,dtype", params(ZERO_DIM_OPS, ZERO_DIM_XFAIL, DTYPES))
+def test_zero_dim_tensor_promotion(name, dtype):
+    a0 = np.array([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]], dtype=np.float32)
+    for ds in DTYPES:
+        if name == "sub_alpha" and "bool" in (dtype, ds):
+            continue
+        if name == "clamp_min" and dtype == "bool" and ds != "bool":
+            continue
+        both(lambda m, a, ds=ds: ZERO_DIM_OPS[name](m, cast(m, a, dtype).t(),
+                                                    m.tensor(2.0).to(getattr(m, ds))), a0)
