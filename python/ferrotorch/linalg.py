@@ -756,9 +756,9 @@ def _torch_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         dim = (dim,)
     if p == "fro" and (dim is None or len(dim) <= 2):
         return vector_norm(input, 2, dim, keepdim, dtype=dtype, out=out)
-    if p == "nuc":
-        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim,
-                           dtype=dtype, out=out)
+    if p == "nuc":  # over all dims when dim is None, as PyTorch: a 2-D input only
+        return matrix_norm(input, "nuc", tuple(builtins.range(input.dim())) if dim is None
+                           else dim, keepdim, dtype=dtype, out=out)
     if p is None:
         p = 2
     try:

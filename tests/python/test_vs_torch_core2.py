@@ -2000,3 +2000,21 @@ def test_zero_dim_tensor_promotion(name, dtype):
             continue
         both(lambda m, a, ds=ds: ZERO_DIM_OPS[name](m, cast(m, a, dtype).t(),
                                                     m.tensor(2.0).to(getattr(m, ds))), a0)
+
+
+# ----------------------------------------------------------------------------------------------
+# torch.norm / Tensor.norm (the deprecated API, written in Python): every p against dims
+
+
+@pytest.mark.parametrize("p", [None, "fro", "nuc", 0, 1, 2, 3, 0.5, -1, -2, float("inf"),
+                               float("-inf"), "bad"], ids=str)
+def test_torch_norm_variants(p):
+    x0 = np.random.default_rng(33).standard_normal((2, 3, 4)).astype(np.float32)
+    for dim in [None, 0, -1, (0, 1), (1, 2), [0, 2], (0, 1, 2)]:
+        for keepdim in (False, True):
+            both(lambda m, x, dim=dim, keepdim=keepdim: m.norm(x, p=p, dim=dim, keepdim=keepdim),
+                 x0, rtol=1e-4, atol=1e-5)
+            if dim is None or dim in (0, -1, (0, 1)):  # the 2-D method form, positional
+                both(lambda m, x, dim=dim, keepdim=keepdim: x[0].norm(p, dim, keepdim), x0,
+                     rtol=1e-4, atol=1e-5)
+    both(lambda m, x: m.norm(x.half(), p=p if p != "bad" else 1), x0, rtol=1e-2, atol=1e-2)
