@@ -89,11 +89,6 @@ def _out(result, out):
     return out
 
 
-def _as_tensor(x):
-    return x if isinstance(x, Tensor) else _C.tensor(x)
-
-
-
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -693,7 +688,14 @@ def _einsum(equation, *operands):
         equation, operands = _einsum_sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    return _C._einsum(equation, [_as_tensor(o) for o in operands])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
+    for i, o in enumerate(operands):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
+                            f"{type(o).__name__}")
+    return _C._einsum(equation, list(operands))
 
 
 def _einsum_subscript(n):
@@ -734,13 +736,25 @@ def _tensordot(a, b, dims=2, out=None):
             )
         da = list(range(a.dim() - dims, a.dim()))
         db = list(range(dims))
-    else:
+    elif isinstance(dims, (list, tuple)):
         if len(dims) != 2:
-            raise TypeError("tensordot expects dims to be an int or a pair of lists of dims")
-        da, db = dims
-        da = [da] if isinstance(da, int) else [int(d) for d in da]
-        db = [db] if isinstance(db, int) else [int(d) for d in db]
+            raise ValueError(f"tensordot expects dims to be a pair of lists of dims, got {dims}")
+        da, db = (_tensordot_dims(d, name) for d, name in zip(dims, ("dims_self", "dims_other")))
+    else:
+        raise RuntimeError("tensordot expects dims to be int or tuple[list[int], list[int]] or "
+                           f"list[list[int]] containing two lists, but got dims={dims}")
     return _out(_C._tensordot(a, b, da, db), out)
+
+
+def _tensordot_dims(d, name):
+    """One of tensordot's two dim lists: a sequence of ints (an int alone is rejected, as by
+    PyTorch's argument parser)."""
+    bad = [d] if not isinstance(d, (list, tuple)) else [
+        i for i in d if not isinstance(i, int) or isinstance(i, bool)]
+    if bad:
+        raise TypeError(f"tensordot(): argument '{name}' must be tuple of ints, not "
+                        f"{type(bad[0]).__name__}")
+    return list(d)
 
 
 def _chain_matmul(*matrices, out=None):

@@ -1397,6 +1397,27 @@ MATMUL_EDGES = {
     "tensordot_two_dims": lambda m, a, b: m.tensordot(a.reshape(3, 2, 2), b.reshape(2, 2, 5),
                                                       dims=([1, 2], [0, 1])),
     "tensordot_list_dims": lambda m, a, b: m.tensordot(a, b, dims=[[1], [0]]),
+    "tensordot_pair_of_ints": lambda m, a, b: m.tensordot(a, b, dims=(1, 0)),
+    "tensordot_list_and_int": lambda m, a, b: m.tensordot(a, b, dims=([1], 0)),
+    "tensordot_three_lists": lambda m, a, b: m.tensordot(a, b, dims=[[1], [0], [1]]),
+    "tensordot_one_list": lambda m, a, b: m.tensordot(a, b, dims=([1],)),
+    "tensordot_float_dims": lambda m, a, b: m.tensordot(a, b, dims=1.5),
+    "tensordot_str_dims": lambda m, a, b: m.tensordot(a, b, dims="ab"),
+    "tensordot_tuple_of_tuples": lambda m, a, b: m.tensordot(a, b, dims=((1,), (0,))),
+    "tensordot_2d_tensor_dims": lambda m, a, b: m.tensordot(a, b, dims=m.tensor([[1], [0]])),
+    "tensordot_tensor_pair": lambda m, a, b: m.tensordot(a, b, dims=(m.tensor([1]),
+                                                                     m.tensor([0]))),
+    "tensordot_noncontig": lambda m, a, b: m.tensordot(a.t(), b.t(), dims=([0], [1])),
+    "einsum_no_operands": lambda m, a, b: m.einsum("i->"),
+    "einsum_empty_operand_list": lambda m, a, b: m.einsum("i->", []),
+    "einsum_operand_list": lambda m, a, b: m.einsum("i->", [a[0]]),
+    "einsum_non_tensor_operand": lambda m, a, b: m.einsum("i,i->", a[0], 3),
+    "einsum_list_operand": lambda m, a, b: m.einsum("i,i->", a[0], [1.0, 2.0, 3.0, 4.0]),
+    "einsum_repeated_in_operand": lambda m, a, b: m.einsum("iij->j", a[:3, :3, None]
+                                                           .expand(3, 3, 2)),
+    "einsum_ellipsis_middle": lambda m, a, b: m.einsum("i...k->ki", a[None].expand(2, 3, 4)),
+    "einsum_ellipsis_sum": lambda m, a, b: m.einsum("i...->i", a),
+    "einsum_ellipsis_identity": lambda m, a, b: m.einsum("...->...", a.t()),
 }
 
 
