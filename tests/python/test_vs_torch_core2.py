@@ -2246,3 +2246,40 @@ GRADS_XFAIL = {
 @pytest.mark.parametrize("name", params(GRADS, GRADS_XFAIL))
 def test_gradients(name):
     both(GRADS[name])
+
+
+# ----------------------------------------------------------------------------------------------
+# long rows with many ties: stable sorts, unique, first-index argmax, order statistics
+
+TIES = {
+    "argsort_stable": lambda m, x: x.argsort(dim=1, stable=True),
+    "argsort_stable_descending": lambda m, x: x.argsort(dim=1, descending=True, stable=True),
+    "sort_stable_dim0": lambda m, x: tuple(x.sort(dim=0, stable=True)),
+    "sort_stable_transposed": lambda m, x: tuple(x.t().sort(dim=0, stable=True,
+                                                            descending=True)),
+    "unique_dim0": lambda m, x: m.unique(x[:, :3], dim=0, return_inverse=True,
+                                         return_counts=True),
+    "unique_dim1": lambda m, x: m.unique(x[:3], dim=1, return_inverse=True, return_counts=True),
+    "unique_consecutive": lambda m, x: m.unique_consecutive(x.flatten(), return_inverse=True,
+                                                            return_counts=True),
+    "unique": lambda m, x: m.unique(x, return_inverse=True, return_counts=True),
+    "bincount": lambda m, x: m.bincount(x.flatten().long()),
+    "histc": lambda m, x: m.histc(x.float(), bins=7, min=0, max=5),
+    "searchsorted": lambda m, x: m.searchsorted(x.sort(1).values, x[:, :10]),
+    "kthvalue_values": lambda m, x: x.kthvalue(150, 1).values,
+    "median_values": lambda m, x: x.median(1).values,
+    "mode_values": lambda m, x: x.mode(1).values,
+    "topk_values": lambda m, x: x.topk(5, 1).values,
+    "cummax_indices": lambda m, x: x.cummax(1).indices,
+    "argmax": lambda m, x: x.argmax(1),
+    "argmin": lambda m, x: x.argmin(0),
+    "max_indices": lambda m, x: x.max(1).indices,
+}
+
+
+@pytest.mark.parametrize("name,dtype", params(TIES, {}, DTYPES))
+def test_ties(name, dtype):
+    if name == "topk_values" and dtype == "bool":
+        pytest.skip("torch rejects bool topk by policy; ferrotorch computes it")
+    x0 = np.random.default_rng(34).integers(0, 5, (7, 300)).astype(np.float32)
+    both(lambda m, x: TIES[name](m, cast(m, x, dtype)), x0)
