@@ -288,7 +288,14 @@ for _n, _f in (("contiguous", _contiguous), ("is_contiguous", _is_contiguous),
 
 
 def _make_cast(name, dtype):
+    native = getattr(Tensor, name)
+
     def cast(self, memory_format=preserve_format):
+        if memory_format is preserve_format:
+            if self.dtype == dtype:
+                return self
+            if _orig_is_contiguous(self):
+                return native(self)
         return _to(self, dtype, memory_format=memory_format)
 
     cast.__name__ = cast.__qualname__ = name
