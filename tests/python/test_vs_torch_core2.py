@@ -1586,6 +1586,14 @@ CONVERSIONS = {
     "cast_contiguous_format": lambda m, x: x.t().double(memory_format=m.contiguous_format)
     .stride(),
     "cast_expanded_strides": lambda m, x: x[:1].expand(3, 3).double().stride(),
+    "cast_stepped_strides": lambda m, x: x[:, ::2].double().stride(),
+    "cast_transposed_values": lambda m, x: (x.t().long(), x.t().half(), x.t().bool()),
+    "cast_contiguous_format_same_dtype": lambda m, x: x.float(
+        memory_format=m.contiguous_format).is_contiguous(),
+    "size_times_int": lambda m, x: (type(x.shape * 2).__name__, x.shape * 2,
+                                    type(2 * x.shape).__name__),
+    "size_slice_and_add": lambda m, x: (type(x.shape[1:]).__name__,
+                                        type(x.shape + (1,)).__name__, x.shape[::-1]),
     "bf16_rounding": lambda m, x: (x * 1.001).bfloat16().float(),
     "half_overflow": lambda m, x: (x * 1000).half(),
     "type_cast": lambda m, x: x.type(m.int32),
