@@ -2291,3 +2291,104 @@ def test_ties(name, dtype):
         pytest.skip("torch rejects bool topk by policy; ferrotorch computes it")
     x0 = np.random.default_rng(34).integers(0, 5, (7, 300)).astype(np.float32)
     both(lambda m, x: TIES[name](m, cast(m, x, dtype)), x0)
+
+
+# ----------------------------------------------------------------------------------------------
+# shape functions: degenerate arguments (empty lists, 0-d and empty tensors, bad dims)
+
+SHAPE_EDGES = {
+    "meshgrid_none": lambda m: m.meshgrid(indexing="ij"),
+    "meshgrid_empty_list": lambda m: m.meshgrid([], indexing="ij"),
+    "meshgrid_one": lambda m: m.meshgrid(m.arange(3), indexing="xy"),
+    "meshgrid_dtype_mismatch": lambda m: m.meshgrid(m.arange(3), m.arange(2.0), indexing="ij"),
+    "meshgrid_empty_tensor": lambda m: m.meshgrid(m.arange(0), m.arange(2), indexing="xy"),
+    "cat_only_empty_1d": lambda m: m.cat([m.tensor([]), m.tensor([])]),
+    "cat_empty_2d_diff_shapes": lambda m: m.cat([m.zeros(0, 3), m.zeros(0, 4)]),
+    "cat_empty_2d_dim1": lambda m: m.cat([m.zeros(2, 0), m.zeros(2, 3)], 1),
+    "cat_mixed_empty_int_float": (
+        lambda m: m.cat([m.zeros(0, dtype=m.int64), m.ones(2, dtype=m.int8)])),
+    "cat_empty_legacy_bool": lambda m: m.cat([m.zeros(0, dtype=m.bool), m.ones(2, 3)]),
+    "stack_mixed_dtypes": (
+        lambda m: m.stack([m.tensor(1, dtype=m.int8), m.tensor(2.5, dtype=m.float16)])),
+    "stack_one": lambda m: m.stack([m.ones(2)]),
+    "stack_empty_tensors": lambda m: m.stack([m.zeros(0), m.zeros(0)], 1),
+    "hstack_mixed_0d": lambda m: m.hstack([m.tensor(1), m.tensor([2.5])]),
+    "vstack_1d_mismatch": lambda m: m.vstack([m.ones(2), m.ones(3)]),
+    "dstack_0d": lambda m: m.dstack([m.tensor(1), m.tensor(2)]),
+    "column_stack_1d": lambda m: m.column_stack([m.ones(2), m.zeros(2)]),
+    "row_stack_0d": lambda m: m.row_stack([m.tensor(1), m.tensor(2)]),
+    "repeat_interleave_0d": lambda m: m.tensor(3).repeat_interleave(2),
+    "repeat_interleave_empty": lambda m: m.zeros(0).repeat_interleave(2),
+    "repeat_interleave_counts_2d_err": lambda m: m.repeat_interleave(m.tensor([[1, 2]])),
+    "repeat_interleave_counts_float_err": lambda m: m.repeat_interleave(m.tensor([1.0, 2.0])),
+    "repeat_interleave_neg_counts_err": lambda m: m.repeat_interleave(m.tensor([1, -2])),
+    "repeat_interleave_dim_oob": lambda m: m.ones(2, 2).repeat_interleave(2, dim=2),
+    "tile_empty_dims": lambda m: m.ones(2, 3).tile(()),
+    "tile_zero": lambda m: m.ones(2, 3).tile((0, 1)),
+    "tile_neg_err": lambda m: m.ones(2, 3).tile((-1, 1)),
+    "repeat_neg_err": lambda m: m.ones(2, 3).repeat(-1, 1),
+    "repeat_empty_args": lambda m: m.ones(2).repeat(()),
+    "flip_all": lambda m: m.arange(6).reshape(2, 3).flip(0, 1),
+    "flip_oob_err": lambda m: m.arange(6).reshape(2, 3).flip(2),
+    "roll_no_dims_2d": lambda m: m.arange(6).reshape(2, 3).roll(-1),
+    "roll_tuple_shift_no_dims_err": lambda m: m.arange(6).reshape(2, 3).roll((1, 2)),
+    "roll_dims_list": lambda m: m.arange(6).reshape(2, 3).roll([1, 1], [0, 1]),
+    "roll_dim_oob": lambda m: m.arange(6).roll(1, 1),
+    "roll_huge": lambda m: m.arange(6).roll(10**12),
+    "narrow_neg_len_err": lambda m: m.arange(6).narrow(0, 1, -1),
+    "narrow_start_eq_len": lambda m: m.arange(6).narrow(0, 6, 0),
+    "narrow_start_neg_oob": lambda m: m.arange(6).narrow(0, -7, 1),
+    "unbind_dim_oob": lambda m: m.ones(2).unbind(1),
+    "select_neg_oob": lambda m: m.ones(2, 3).select(1, -4),
+    "movedim_oob": lambda m: m.ones(2, 3).movedim(2, 0),
+    "movedim_list": lambda m: m.ones(2, 3, 4).movedim([0, 2], [2, 0]).shape,
+    "squeeze_list_dims": lambda m: m.ones(1, 2, 1).squeeze([0, 2]).shape,
+    "squeeze_dup_dims": lambda m: m.ones(1, 2, 1).squeeze((0, 0)).shape,
+    "permute_list": lambda m: m.ones(1, 2, 3).permute([2, 0, 1]).shape,
+    "permute_oob": lambda m: m.ones(1, 2, 3).permute(0, 1, 3),
+    "transpose_1d": lambda m: m.ones(3).transpose(0, -1),
+    "swapaxes_oob": lambda m: m.ones(3).swapaxes(0, 1),
+    "diagonal_0d_err": lambda m: m.tensor(1.0).diagonal(),
+    "diag_3d_err": lambda m: m.diag(m.ones(2, 2, 2)),
+    "diag_0d_err": lambda m: m.diag(m.tensor(1.0)),
+    "diag_embed_dims": (
+        lambda m: m.diag_embed(m.arange(6.0).reshape(2, 3), offset=1, dim1=0, dim2=2)),
+    "tril_0d_err": lambda m: m.tensor(1.0).tril(),
+    "triu_empty_3d": lambda m: m.ones(0, 2, 3).triu(),
+    "unfold_size0": lambda m: m.arange(5).unfold(0, 0, 1),
+    "unfold_step_big": lambda m: m.arange(5).unfold(0, 2, 10),
+    "as_strided_neg_stride_err": lambda m: m.arange(5).as_strided((2,), (-1,)),
+    "as_strided_neg_offset_err": lambda m: m.arange(5).as_strided((2,), (1,), -1),
+    "broadcast_to_0d": lambda m: m.broadcast_to(m.tensor(1), (2, 2)),
+    "broadcast_to_same": lambda m: m.broadcast_to(m.ones(2), (2,)),
+    "broadcast_to_fewer_err": lambda m: m.broadcast_to(m.ones(2, 2), (2,)),
+    "broadcast_tensors_err": lambda m: m.broadcast_tensors(m.ones(2), m.ones(3)),
+    "broadcast_tensors_one": lambda m: m.broadcast_tensors(m.ones(2)),
+    "broadcast_tensors_empty": lambda m: m.broadcast_tensors(),
+    "expand_as_err": lambda m: m.ones(2).expand_as(m.ones(3)),
+    "split_neg_size_err": lambda m: m.ones(4).split(-1),
+    "split_sizes_neg_err": lambda m: m.ones(4).split([5, -1]),
+    "chunk_neg_err": lambda m: m.ones(4).chunk(-1),
+    "tensor_split_zero_err": lambda m: m.ones(4).tensor_split(0),
+    "tensor_split_0d_err": lambda m: m.tensor(1.0).tensor_split(2),
+    "tensor_split_idx_unsorted": lambda m: m.arange(6).tensor_split([4, 2]),
+    "tensor_split_idx_oob": lambda m: m.arange(6).tensor_split([2, 10]),
+    "unflatten_0_size": lambda m: m.zeros(0, 3).unflatten(0, (0, -1)),
+    "unflatten_empty_sizes_err": lambda m: m.ones(4).unflatten(0, ()),
+    "flatten_0d_dims": lambda m: m.tensor(1.0).flatten(0, -1),
+    "view_minus_one_0": lambda m: m.ones(0).view(-1),
+    "reshape_empty_infer_err": lambda m: m.ones(0, 2).reshape(-1, 0),
+}
+SHAPE_EDGES_XFAIL = {
+    "narrow_start_neg_oob": "narrow with start < -size raises RuntimeError (start wrapped to -1); "
+                            "PyTorch raises IndexError('start out of range') "
+                            "(src/tensor/view.rs, Tensor::narrow)",
+    "squeeze_dup_dims": "squeeze((0, 0)) accepts a repeated dim; PyTorch raises RuntimeError('dim "
+                        "0 appears multiple times in the list of dims') (src/python/views.rs, "
+                        "Tensor.squeeze)",
+}
+
+
+@pytest.mark.parametrize("name", params(SHAPE_EDGES, SHAPE_EDGES_XFAIL))
+def test_shape_edges(name):
+    both(SHAPE_EDGES[name])
