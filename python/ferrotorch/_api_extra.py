@@ -38,7 +38,7 @@ __all__ = [
     "fmax", "fmin", "hsplit", "vsplit", "dsplit", "block_diag", "diagflat", "vander",
     "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "ldexp", "frexp", "nextafter",
     "renorm", "result_type", "can_cast",
-    "is_complex", "is_nonzero", "is_signed", "asarray", "range", "histogram",
+    "is_complex", "is_nonzero", "is_signed", "as_tensor", "asarray", "range", "histogram",
     "select_scatter", "slice_scatter", "diagonal_scatter", "narrow_copy", "addbmm", "addr",
     "cholesky_solve", "triangular_solve",
     "hann_window", "hamming_window", "bartlett_window", "blackman_window", "kaiser_window",
@@ -518,6 +518,15 @@ def _renorm_(self, p, dim, maxnorm):
 
 
 # ------------------------------------------------------------------------- construction
+
+def as_tensor(data, dtype=None, device=None):
+    """``torch.as_tensor``: shares memory with tensors and NumPy arrays where no conversion is
+    needed; a tensor already of the requested dtype and device is returned itself."""
+    if (isinstance(data, Tensor) and (dtype is None or dtype == data.dtype)
+            and (device is None or _C.device(device) == data.device)):
+        return data
+    return _C.as_tensor(data, dtype=dtype, device=device)
+
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """Convert ``obj`` (a tensor, NumPy array, DLPack-capable object, sequence or scalar) to

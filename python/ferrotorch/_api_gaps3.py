@@ -446,8 +446,10 @@ def _false_flag(name):
 
 def _cumop_(op):
     def fn(self, dim, *, dtype=None):
-        r = getattr(self, op)(dim, dtype=dtype) if dtype is not None else getattr(self, op)(dim)
-        self.copy_(r)
+        if dtype is not None and dtype != self.dtype:
+            raise RuntimeError(f"Bad in-place call: input tensor dtype {self.dtype} and output "
+                               f"tensor dtype {dtype} should match")
+        self.copy_(getattr(self, op)(dim))
         return self
 
     fn.__name__ = fn.__qualname__ = op + "_"
@@ -455,13 +457,15 @@ def _cumop_(op):
 
 
 def _logit_(self, eps=None):
-    self.copy_(self.logit(eps))
-    return self
+    from ferrotorch._api_extra import _inplace_result  # float result: ints raise, as PyTorch
+
+    return _inplace_result(self, self.logit(eps), "logit_")
 
 
 def _i0_(self):
-    self.copy_(self.i0())
-    return self
+    from ferrotorch._api_extra import _inplace_result
+
+    return _inplace_result(self, self.i0(), "i0_")
 
 
 def _mvlgamma_(self, p):

@@ -215,7 +215,10 @@ def tril_indices(row, col, offset=0, *, dtype=None, device="cpu", layout=None):
 
 
 def logit(input, eps=None):
-    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given.
+    Integer and bool inputs are computed in the default float dtype (not in their own)."""
+    if not input.is_floating_point():
+        input = input.to(_C.get_default_dtype())
     if eps is not None:
         input = _cf.clamp(input, eps, 1.0 - eps)
     return (input / (1 - input)).log()

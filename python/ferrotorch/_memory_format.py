@@ -244,6 +244,8 @@ def clone(input, *, memory_format=preserve_format):
 
 def _to(self, *args, memory_format=None, **kwargs):
     out = _orig_to(self, *args, **kwargs) if args or kwargs else self
+    if out is not self and _is_alias(out, self):
+        out = self  # no conversion: PyTorch returns the tensor itself
     if memory_format is None or memory_format is preserve_format:
         _check_format(memory_format)
         if out is self or _orig_is_contiguous(self) or not _orig_is_contiguous(out):
@@ -257,6 +259,14 @@ def _to(self, *args, memory_format=None, **kwargs):
     if memory_format is contiguous_format:
         return _orig_contiguous(out)
     return _to_format(out, memory_format, False)
+
+
+def _is_alias(a, b):
+    """Whether ``a`` is a plain alias of ``b``: same memory, dtype, device, shape, strides."""
+    return (a.dtype == b.dtype and a.device == b.device and a.data_ptr() == b.data_ptr()
+            and a.shape == b.shape and a.stride() == b.stride()
+            and a.storage_offset() == b.storage_offset()
+            and a.requires_grad == b.requires_grad and a.numel() > 0)
 
 
 def _dim_order(self, *, ambiguity_check=False):
@@ -275,6 +285,31 @@ Tensor.layout = property(lambda self: strided, doc="The tensor's layout: ``torch
 for _n, _f in (("contiguous", _contiguous), ("is_contiguous", _is_contiguous),
                ("clone", _clone), ("to", _to)):
     _f.__name__ = _f.__qualname__ = _n
+
+
+def _make_cast(name, dtype):
+    native = getattr(Tensor, name)
+
+    def cast(self, memory_format=preserve_format):
+        if memory_format is preserve_format:
+            if self.dtype == dtype:
+                return self
+            if _orig_is_contiguous(self):
+                return native(self)
+        return _to(self, dtype, memory_format=memory_format)
+
+    cast.__name__ = cast.__qualname__ = name
+    cast.__doc__ = (f"``Tensor.{name}()``: ``self.to({dtype})``, keeping dense strides "
+                    "(``self`` itself when it has that dtype already).")
+    return cast
+
+
+# Tensor.float() & co.: through ``to``, for its memory_format (preserve: a transposed input
+# stays transposed, as in PyTorch) and for returning ``self`` when nothing converts.
+for _n, _d in (("float", _C.float32), ("double", _C.float64), ("half", _C.float16),
+               ("bfloat16", _C.bfloat16), ("long", _C.int64), ("int", _C.int32),
+               ("short", _C.int16), ("char", _C.int8), ("byte", _C.uint8), ("bool", _C.bool)):
+    setattr(Tensor, _n, _make_cast(_n, _d))
 
 
 # ------------------------------------------------------------------ factories

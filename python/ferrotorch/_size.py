@@ -21,3 +21,8 @@ class Size(tuple):
 
     def __radd__(self, other):
         return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return Size(tuple(self) * n)
+
+    __rmul__ = __mul__

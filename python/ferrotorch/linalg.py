@@ -89,11 +89,6 @@ def _out(result, out):
     return out
 
 
-def _as_tensor(x):
-    return x if isinstance(x, Tensor) else _C.tensor(x)
-
-
-
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -171,8 +166,13 @@ def slogdet(A, *, out=None):
     return _out(_slogdet_result(*_via_cpu(_C._linalg_slogdet, A)), out)
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
-    """Moore-Penrose pseudo-inverse via the SVD (or eigh when ``hermitian``)."""
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """Moore-Penrose pseudo-inverse via the SVD (or eigh when ``hermitian``). ``rcond`` is
+    PyTorch's older spelling of ``rtol`` (and excludes ``atol``/``rtol``)."""
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg.pinv(): pass either rcond or atol/rtol, not both")
+        rtol = rcond
     atol, rtol = _float_or_none(atol), _float_or_none(rtol)
     return _out(_via_cpu(lambda a: _C._linalg_pinv(a, atol, rtol, hermitian), A), out)
 
@@ -612,8 +612,19 @@ def _composed_vector_norm(x, ord, dims, keepdim):
     return r.to(dt) if r.dtype != dt else r
 
 
+def _require_float_input(x, op):
+    """The norms take floating inputs only, whatever their ``dtype=`` (checked before the
+    cast, as PyTorch does)."""
+    if not x.is_floating_point():
+        from ferrotorch._api_extra import _dtype_name
+
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {_dtype_name(x.dtype)}")
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """Vector ``ord``-norm over ``dim`` (all elements when ``None``)."""
+    _require_float_input(x, "linalg.vector_norm")
     x = _cast(x, dtype)
     ord, dims = builtins.float(ord), _dims(dim)
     if x.is_cuda and x.is_floating_point():
@@ -625,6 +636,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Matrix norm: ``'fro'``, ``'nuc'``, ``inf``, ``-inf``, ``1``, ``-1``, ``2``, ``-2``."""
+    _require_float_input(A, "linalg.matrix_norm")
     A = _cast(A, dtype)
     if not isinstance(ord, str):
         ord = builtins.float(ord)
@@ -650,14 +662,14 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     if isinstance(dim, int):
         dim = (dim,)
     if dim is not None:
-        if len(dim) == 1:
+        if len(dim) == 1 and not isinstance(ord, str):  # a string ord is a matrix norm
             return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
         return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
-    if A.dim() == 1:
+    if A.dim() == 1 and not isinstance(ord, str):
         return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
-    if A.dim() == 2:
+    if A.dim() in (1, 2):  # matrix_norm rejects a 1-D input with a string ord
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
     raise RuntimeError(
         f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
@@ -670,10 +682,45 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 
 
 def _einsum(equation, *operands):
-    """``torch.einsum(equation, *operands)`` (operands may also be given as one list)."""
+    """``torch.einsum(equation, *operands)`` (operands may also be given as one list), or the
+    sublist form ``einsum(op1, sublist1, op2, sublist2, ..., [sublist_out])``."""
+    if not isinstance(equation, str):
+        equation, operands = _einsum_sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    return _C._einsum(equation, [_as_tensor(o) for o in operands])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
+    for i, o in enumerate(operands):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
+                            f"{type(o).__name__}")
+    return _C._einsum(equation, list(operands))
+
+
+def _einsum_subscript(n):
+    if n is Ellipsis:
+        return "..."
+    if 0 <= n < 26:
+        return chr(ord("A") + n)
+    if 26 <= n < 52:
+        return chr(ord("a") + n - 26)
+    raise ValueError(
+        "einsum(): subscript in subscript list is not within the valid range [0, 52)"
+    )
+
+
+def _einsum_sublist_equation(args):
+    """The equation and operands of ``einsum``'s sublist form (as PyTorch spells it)."""
+    operands = args[0::2]
+    sublists = args[1::2]
+    out = None
+    if len(args) % 2 == 1:  # a trailing output sublist
+        operands, out = operands[:-1], operands[-1]
+    equation = ",".join("".join(_einsum_subscript(n) for n in sub) for sub in sublists)
+    if out is not None:
+        equation += "->" + "".join(_einsum_subscript(n) for n in out)
+    return equation, operands
 
 
 def _tensordot(a, b, dims=2, out=None):
@@ -689,13 +736,25 @@ def _tensordot(a, b, dims=2, out=None):
             )
         da = list(range(a.dim() - dims, a.dim()))
         db = list(range(dims))
-    else:
+    elif isinstance(dims, (list, tuple)):
         if len(dims) != 2:
-            raise TypeError("tensordot expects dims to be an int or a pair of lists of dims")
-        da, db = dims
-        da = [da] if isinstance(da, int) else [int(d) for d in da]
-        db = [db] if isinstance(db, int) else [int(d) for d in db]
+            raise ValueError(f"tensordot expects dims to be a pair of lists of dims, got {dims}")
+        da, db = (_tensordot_dims(d, name) for d, name in zip(dims, ("dims_self", "dims_other")))
+    else:
+        raise RuntimeError("tensordot expects dims to be int or tuple[list[int], list[int]] or "
+                           f"list[list[int]] containing two lists, but got dims={dims}")
     return _out(_C._tensordot(a, b, da, db), out)
+
+
+def _tensordot_dims(d, name):
+    """One of tensordot's two dim lists: a sequence of ints (an int alone is rejected, as by
+    PyTorch's argument parser)."""
+    bad = [d] if not isinstance(d, (list, tuple)) else [
+        i for i in d if not isinstance(i, int) or isinstance(i, bool)]
+    if bad:
+        raise TypeError(f"tensordot(): argument '{name}' must be tuple of ints, not "
+                        f"{type(bad[0]).__name__}")
+    return list(d)
 
 
 def _chain_matmul(*matrices, out=None):
@@ -711,9 +770,9 @@ def _torch_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         dim = (dim,)
     if p == "fro" and (dim is None or len(dim) <= 2):
         return vector_norm(input, 2, dim, keepdim, dtype=dtype, out=out)
-    if p == "nuc":
-        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim,
-                           dtype=dtype, out=out)
+    if p == "nuc":  # over all dims when dim is None, as PyTorch: a 2-D input only
+        return matrix_norm(input, "nuc", tuple(builtins.range(input.dim())) if dim is None
+                           else dim, keepdim, dtype=dtype, out=out)
     if p is None:
         p = 2
     try:

@@ -438,7 +438,9 @@ def test_norm(p, dtype):
 def test_norm_errors_and_dtype():
     with pytest.raises(RuntimeError, match="floating point"):
         torch.tensor([1, 2]).norm()
-    assert torch.tensor([3, 4]).norm(dtype=torch.float64).item() == 5.0
+    with pytest.raises(RuntimeError, match="floating point"):  # dtype= doesn't help (PyTorch)
+        torch.tensor([3, 4]).norm(dtype=torch.float64)
+    assert torch.tensor([3.0, 4.0]).norm(dtype=torch.float64).item() == 5.0
     with pytest.raises(RuntimeError):
         torch.from_numpy(np.zeros(0, np.float32)).norm(math.inf)
     assert torch.from_numpy(np.zeros(0, np.float32)).norm().item() == 0.0
