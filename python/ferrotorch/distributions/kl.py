@@ -225,11 +225,14 @@ def _kl_expfamily_expfamily(p, q):
         gradients = grad(lg_normal.sum(), p_nparams, create_graph=True)
     q_nparams = q._natural_params
     result = q._log_normalizer(*q_nparams) - lg_normal
-    n = len(q.event_shape)
+    batch_dims = len(_C.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape)))
     for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
         term = (qnp - pnp) * g
-        if n:
-            term = term.reshape(*term.shape[:term.dim() - n], -1).sum(-1)
+        # Sums each parameter's own event dims. (PyTorch sums len(event_shape) rightmost
+        # dims of every parameter, which for a batched Wishart's scalar df sums over the
+        # batch; the two agree whenever that does not happen.)
+        if term.dim() > batch_dims:
+            term = term.reshape(*term.shape[:batch_dims], -1).sum(-1)
         result = result - term
     return result
 
