@@ -150,6 +150,25 @@ def test_binomial_sample_and_gradient():
     assert gradcheck(lambda q: D.Binomial(8, q).log_prob(t([3.0, 5.0])), (probs,))
 
 
+@pytest.mark.parametrize("n,p", [(6, 0.3), (30, 0.4), (1000, 0.02), (45, 0.85)])
+def test_binomial_sample_matches_pmf(n, p):
+    # Inversion (n min(p, 1 - p) < 10) and BTRS (>= 10) regimes, and p > 1/2 by symmetry.
+    s = npy(D.Binomial(float(n), t(p)).sample((100000,))).astype(int)
+    ks = np.arange(n + 1.0)
+    emp = np.bincount(s, minlength=n + 1) / s.size
+    assert 0.5 * np.abs(emp - np.exp(binom_logpmf(ks, n, p))).sum() < 0.012
+
+
+def test_binomial_sample_large_and_edge_counts():
+    n = np.array([1e5, 0.0, 7.0, 7.0])
+    p = np.array([0.37, 0.5, 0.0, 1.0])
+    s = npy(D.Binomial(t(n), t(p)).sample((20000,)))
+    moments(s[:, :1], n[:1] * p[:1], n[:1] * p[:1] * (1 - p[:1]), rtol=0.05)
+    assert (s[:, 1:] == [0.0, 0.0, 7.0]).all()
+    f32 = D.Binomial(ft.tensor([10.0]), ft.tensor([0.5])).sample((3,))
+    assert f32.dtype == ft.float32 and f32.shape == (3, 1)
+
+
 # ------------------------------------------------------------------------- Multinomial
 
 

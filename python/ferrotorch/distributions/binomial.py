@@ -20,7 +20,82 @@ from ferrotorch.nn import functional as F
 
 __all__ = ["Binomial", "Multinomial", "NegativeBinomial"]
 
-_TRIALS_PER_CHUNK = 1 << 22  # bounds the Bernoulli draws held at once by Binomial.sample
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _stirling_approx_tail(k):
+    """``log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2]``: exact for small ``k``,
+    its asymptotic series beyond (where the exact difference cancels badly)."""
+    exact = (k + 1).lgamma() - (k + 0.5) * (k + 1).log() + (k + 1) - _HALF_LOG_2PI
+    kp1sq = (k + 1).pow(2)
+    series = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    return _C.where(k <= 9, exact, series)
+
+
+def _binomial_inversion(n, q, mask):
+    """Counts of geometric waiting times fitting in ``n`` trials (for ``n * q < 10``): all
+    elements step together until each has overshot ``n``."""
+    logq = _C.where(mask, q, 0.5).neg().log1p()
+    geom_sum = _C.zeros_like(q)
+    count = _C.zeros_like(q)
+    active = mask
+    while bool(active.any()):
+        u = _C.rand(tuple(q.shape), dtype=q.dtype, device=q.device)
+        geom = (u.log() / logq).ceil()
+        geom_sum = geom_sum + _C.where(active, geom, 0.0)
+        active = active & (geom_sum <= n)
+        count = count + active.to(q.dtype)
+    return count
+
+
+def _btrs(n, q, mask):
+    """Hormann's (1993) transformed rejection with squeeze (BTRS), as PyTorch's sampler, for
+    ``n * q >= 10``, ``q <= 1/2``; every element draws until it accepts."""
+    n = _C.where(mask, n, 100.0)
+    q = _C.where(mask, q, 0.5)
+    stddev = (n * q * (1 - q)).sqrt()
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * q
+    c = n * q + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = q / (1 - q)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = ((n + 1) * q).floor()
+    bound_m = ((m + 0.5) * ((m + 1) / (r * (n - m + 1))).log()
+               + _stirling_approx_tail(m) + _stirling_approx_tail(n - m))
+    result = _C.zeros_like(q)
+    active = mask
+    while bool(active.any()):
+        u = _C.rand(tuple(q.shape), dtype=q.dtype, device=q.device) - 0.5
+        v = _C.rand(tuple(q.shape), dtype=q.dtype, device=q.device)
+        us = 0.5 - u.abs()
+        k = ((2 * a / us + b) * u + c).floor()
+        valid = (k >= 0) & (k <= n)
+        kk = _C.where(valid, k, 0.0)
+        box = (us >= 0.07) & (v <= v_r)
+        log_v = (v * alpha / (a / (us * us) + b)).log()
+        upper = (bound_m + (n + 1) * ((n - m + 1) / (n - kk + 1)).log()
+                 + (kk + 0.5) * (r * (n - kk + 1) / (kk + 1)).log()
+                 - _stirling_approx_tail(kk) - _stirling_approx_tail(n - kk))
+        accept = active & valid & (box | (log_v <= upper))
+        result = _C.where(accept, k, result)
+        active = active & ~accept
+    return result
+
+
+def _binomial(n, p):
+    """Binomial(``n``, ``p``) samples (``torch.binomial``), computed in float64: BTRS where
+    ``n * min(p, 1 - p) >= 10``, inversion elsewhere; vectorised rejection loops."""
+    dtype = p.dtype
+    n, p = n.to(_C.float64).contiguous(), p.to(_C.float64).contiguous()
+    flip = p > 0.5
+    q = _C.where(flip, 1 - p, p)
+    live = (n > 0) & (q > 0)
+    use_btrs = live & (n * q >= 10)
+    k = _C.where(use_btrs, _btrs(n, q, use_btrs), _binomial_inversion(n, q, live & ~use_btrs))
+    k = _C.where(flip, n - k, k)
+    k = _C.where(p.isnan(), math.nan, k)
+    return k.to(dtype)
 
 
 def _clamp_by_zero(x):
@@ -105,24 +180,11 @@ class Binomial(_CountWithProbs):
         return self.total_count * self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=_EMPTY_SIZE):
-        # Sums of Bernoulli trials, drawn in chunks of trials (every element draws
-        # max(total_count) trials; those past its own total_count are masked out).
         shape = tuple(self._extended_shape(sample_shape))
         with _no_grad():
             n = self.total_count.detach().expand(shape)
             p = self.probs.detach().expand(shape)
-            counts = _C.zeros(shape, dtype=p.dtype, device=p.device)
-            numel = counts.numel()
-            trials = int(n.max().item()) if numel else 0
-            step = max(1, _TRIALS_PER_CHUNK // max(numel, 1))
-            for start in range(0, trials, step):
-                k = min(step, trials - start)
-                index = _C.arange(start, start + k, dtype=p.dtype, device=p.device)
-                index = index.reshape((k,) + (1,) * len(shape))
-                u = _C.rand((k,) + shape, dtype=p.dtype, device=p.device)
-                hits = (u < p) & (index < n)
-                counts = counts + hits.to(p.dtype).sum(0)
-            return counts
+            return _binomial(n, p)
 
     def log_prob(self, value):
         if self._validate_args:
