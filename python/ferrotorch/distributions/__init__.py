@@ -6,6 +6,7 @@ flow through ``rsample``, ``log_prob`` and ``kl_divergence``. ``transforms`` and
 ``biject_to``/``transform_to`` map unconstrained parameters onto constraints."""
 
 from ferrotorch.distributions import constraints, transforms
+from ferrotorch.distributions.binomial import Binomial, Multinomial, NegativeBinomial
 from ferrotorch.distributions.constraint_registry import biject_to, transform_to
 from ferrotorch.distributions.continuous import (
     Cauchy,
@@ -15,6 +16,13 @@ from ferrotorch.distributions.continuous import (
     LogNormal,
     Normal,
     Uniform,
+)
+from ferrotorch.distributions.continuous_extra import (
+    ContinuousBernoulli,
+    FisherSnedecor,
+    GeneralizedPareto,
+    InverseGamma,
+    VonMises,
 )
 from ferrotorch.distributions.derived import (
     ExpRelaxedCategorical,
@@ -28,8 +36,14 @@ from ferrotorch.distributions.derived import (
     RelaxedOneHotCategorical,
     Weibull,
 )
-from ferrotorch.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from ferrotorch.distributions.discrete import (
+    Bernoulli,
+    Categorical,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+)
 from ferrotorch.distributions.distribution import Distribution
+from ferrotorch.distributions.exp_family import ExponentialFamily
 from ferrotorch.distributions.gamma import (
     Beta,
     Chi2,
@@ -42,6 +56,11 @@ from ferrotorch.distributions.gamma import (
 from ferrotorch.distributions.kl import kl_divergence, register_kl
 from ferrotorch.distributions.mixture import MixtureSameFamily
 from ferrotorch.distributions.multivariate import Independent, MultivariateNormal
+from ferrotorch.distributions.multivariate_extra import (
+    LKJCholesky,
+    LowRankMultivariateNormal,
+    Wishart,
+)
 from ferrotorch.distributions.transformed_distribution import TransformedDistribution
 from ferrotorch.distributions.transforms import (
     AbsTransform,
@@ -67,17 +86,20 @@ from ferrotorch.distributions.transforms import (
 )
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "CatTransform", "Categorical",
-    "Cauchy", "Chi2", "ComposeTransform", "CorrCholeskyTransform",
-    "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
-    "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
-    "Independent", "IndependentTransform", "Kumaraswamy", "Laplace", "LogNormal",
-    "LogisticNormal", "LogitRelaxedBernoulli", "LowerCholeskyTransform", "MixtureSameFamily",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "Pareto", "Poisson",
-    "PositiveDefiniteTransform",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform",
+    "Categorical", "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution",
+    "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
+    "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy",
+    "HalfNormal", "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy",
+    "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial",
+    "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform",
     "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform",
     "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StackTransform",
     "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "Weibull", "biject_to", "constraints",
-    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
+    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to",
+    "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
+    "transforms",
 ]

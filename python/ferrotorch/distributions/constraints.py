@@ -8,7 +8,7 @@ __all__ = [
     "lower_cholesky", "positive_definite", "greater_than", "greater_than_eq", "less_than",
     "interval", "half_open_interval", "integer_interval", "independent", "one_hot",
     "dependent", "is_dependent", "dependent_property", "corr_cholesky", "cat", "stack",
-    "square", "symmetric", "positive_semidefinite", "open_interval",
+    "square", "symmetric", "positive_semidefinite", "open_interval", "multinomial",
 ]
 
 
@@ -182,6 +182,20 @@ class _OneHot(Constraint):
         return is_boolean & (value.sum(-1) == 1)
 
 
+class _Multinomial(Constraint):
+    """Non-negative integer vectors summing to at most ``upper_bound`` (the counts of a
+    Multinomial)."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
+
+
 class _LowerCholesky(Constraint):
     event_dim = 2
 
@@ -346,4 +360,5 @@ positive_semidefinite = _PositiveSemidefinite()
 cat = _Cat
 stack = _Stack
 open_interval = _OpenInterval
+multinomial = _Multinomial
 

@@ -16,7 +16,7 @@ from ferrotorch.distributions.distribution import (
 )
 from ferrotorch.nn import functional as F
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _one_of(probs, logits):
@@ -281,6 +281,19 @@ class OneHotCategorical(Distribution):
         if expand:
             values = values.expand((n,) + tuple(self.batch_shape) + (n,))
         return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """A OneHotCategorical whose ``rsample`` passes gradients to ``probs`` by the
+    straight-through estimator (Bengio et al., 2013): the forward value is the one-hot
+    sample, the gradient that of ``probs``."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=_EMPTY_SIZE):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
 
 
 def _no_grad():

@@ -4,13 +4,23 @@
 import math
 
 from ferrotorch import _C
+from ferrotorch.distributions.binomial import Binomial
 from ferrotorch.distributions.continuous import Exponential, Gumbel, Laplace, Normal, Uniform
+from ferrotorch.distributions.continuous_extra import ContinuousBernoulli
 from ferrotorch.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from ferrotorch.distributions.exp_family import ExponentialFamily
 from ferrotorch.distributions.gamma import Beta, Dirichlet, Gamma, Poisson
 from ferrotorch.distributions.multivariate import (
     Independent,
     MultivariateNormal,
     _batch_mahalanobis,
+)
+from ferrotorch.distributions.multivariate_extra import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_logdet,
+    _batch_lowrank_mahalanobis,
+    _batch_trace_XXT,
+    _solve_tril,
 )
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -186,6 +196,165 @@ def _kl_poisson_poisson(p, q):
     return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
 
 
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()
+                          - (-q.probs).log1p())
+    return _C.where(p.total_count > q.total_count, _inf_like(kl), kl)
+
+
+@register_kl(Poisson, Binomial)
+def _kl_poisson_infinity(p, q):
+    return _inf_like(p.rate)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normalizer, between members of one family."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    from ferrotorch.autograd import enable_grad, grad
+
+    with enable_grad():
+        p_nparams = [t.detach().requires_grad_() for t in p._natural_params]
+        lg_normal = p._log_normalizer(*p_nparams)
+        gradients = grad(lg_normal.sum(), p_nparams, create_graph=True)
+    q_nparams = q._natural_params
+    result = q._log_normalizer(*q_nparams) - lg_normal
+    batch_dims = len(_C.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape)))
+    for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
+        term = (qnp - pnp) * g
+        # Sums each parameter's own event dims. (PyTorch sums len(event_shape) rightmost
+        # dims of every parameter, which for a batched Wishart's scalar df sums over the
+        # batch; the two agree whenever that does not happen.)
+        if term.dim() > batch_dims:
+            term = term.reshape(*term.shape[:batch_dims], -1).sum(-1)
+        result = result - term
+    return result
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+    t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+    return t1 + t2 + t3
+
+
+def _lowrank_A(q):
+    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    return _solve_tril(q._capacitance_tril, qWt_qDinv)
+
+
+def _lowrank_logdet(d):
+    return _batch_lowrank_logdet(d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag,
+                                 d._capacitance_tril)
+
+
+def _check_event_shapes(p, q, what):
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two {what} with different event shapes "
+                         "cannot be computed")
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmvn_lowrankmvn(p, q):
+    _check_event_shapes(p, q, "Low Rank Multivariate Normals")
+    term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
+                                       q.loc - p.loc, q._capacitance_tril)
+    # inv(qcov) @ pcov = [inv(qD) - A.T @ A] @ (pD + pW @ pW.T)
+    A = _lowrank_A(q)
+    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
+    term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor
+                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_XXT(A * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(A @ p._unbroadcasted_cov_factor)
+    term2 = term21 + term22 - term23 - term24
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrankmvn(p, q):
+    _check_event_shapes(p, q, "(Low Rank) Multivariate Normals")
+    Lp = p._unbroadcasted_scale_tril
+    term1 = _lowrank_logdet(q) - 2 * Lp.diagonal(0, -2, -1).log().sum(-1)
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
+                                       q.loc - p.loc, q._capacitance_tril)
+    # inv(qcov) @ pcov = [inv(qD) - A.T @ A] @ p_tril @ p_tril.T
+    A = _lowrank_A(q)
+    term21 = _batch_trace_XXT(Lp * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_XXT(A @ Lp)
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmvn_mvn(p, q):
+    _check_event_shapes(p, q, "(Low Rank) Multivariate Normals")
+    Lq = q._unbroadcasted_scale_tril
+    term1 = 2 * Lq.diagonal(0, -2, -1).log().sum(-1) - _lowrank_logdet(p)
+    term3 = _batch_mahalanobis(Lq, q.loc - p.loc)
+    # inv(qcov) @ pcov = inv(q_tril @ q_tril.T) @ (pW @ pW.T + pD)
+    term21 = _batch_trace_XXT(_solve_tril(Lq, p._unbroadcasted_cov_factor))
+    term22 = _batch_trace_XXT(_solve_tril(Lq, p._unbroadcasted_cov_diag.sqrt().diag_embed()))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return (-p.entropy() - p.mean * q.logits - (-q.probs).log1p()
+            - q._cont_bern_log_norm())
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + q.scale.log()
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    outside = (q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound)
+    return _C.where(outside, _inf_like(result), result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = (-p.entropy() - p.mean * q.logits - (-q.probs).log1p()
+              - q._cont_bern_log_norm())
+    outside = (p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound)
+    return _C.where(outside, _inf_like(result), result)
+
+
+@register_kl(Exponential, ContinuousBernoulli)
+def _kl_exponential_infinity(p, q):
+    return _inf_like(p.rate)
+
+
+@register_kl(Gamma, ContinuousBernoulli)
+def _kl_gamma_infinity(p, q):
+    return _inf_like(p.concentration)
+
+
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Normal, ContinuousBernoulli)
+def _kl_loc_infinity(p, q):
+    return _inf_like(p.loc)
+
+
 def _register_transformed():
     """KL pairs for ``TransformedDistribution`` and the distributions built on it (defined
     here, after the imports they need, to keep the module import order acyclic)."""
@@ -210,6 +379,14 @@ def _register_transformed():
         alpha_ratio = q.alpha / p.alpha
         result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
         return _C.where(p.scale < q.scale, _inf_like(result), result)
+
+    @register_kl(ContinuousBernoulli, Pareto)
+    def _kl_continuous_bernoulli_infinity(p, q):
+        return _inf_like(p.probs)
+
+    @register_kl(Pareto, ContinuousBernoulli)
+    def _kl_pareto_infinity(p, q):
+        return _inf_like(p.scale)
 
 
 _register_transformed()
