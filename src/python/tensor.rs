@@ -18,6 +18,20 @@ pub struct PyTensor {
     pub inner: Tensor,
 }
 
+
+impl PyTensor {
+    /// The value of a one-element tensor for `int()` / `float()`: PyTorch raises ValueError
+    /// for other sizes (`item()` raises RuntimeError).
+    fn single_element(&self) -> PyResult<crate::Scalar> {
+        if self.inner.numel() != 1 {
+            return Err(PyValueError::new_err(
+                "only one element tensors can be converted to Python scalars",
+            ));
+        }
+        Ok(self.inner.item()?)
+    }
+}
+
 impl PyTensor {
     pub fn new(inner: Tensor) -> Self {
         PyTensor { inner }
@@ -632,10 +646,10 @@ impl PyTensor {
         to_list(py, &self.inner)
     }
     fn __float__(&self) -> PyResult<f64> {
-        Ok(self.inner.item()?.to_f64())
+        Ok(self.single_element()?.to_f64())
     }
     fn __int__(&self) -> PyResult<i64> {
-        Ok(self.inner.item()?.to_i64())
+        Ok(self.single_element()?.to_i64())
     }
     fn __index__(&self) -> PyResult<i64> {
         if self.inner.dtype().category() != Category::Int || self.inner.numel() != 1 {

@@ -2224,8 +2224,11 @@ impl Tensor {
     pub fn xlogy(&self, other: &TensorOrScalar) -> Result<Tensor> {
         let out = self.xlogy_raw(other)?;
         self.record_binary_misc("XlogyBackward0", other, &out, |g, a, b| {
-            let nz = a.binary_scalar(Scalar::Float(0.0), BinaryOp::Ne, false)?;
-            let ga = gmul(g, &gmul(&b.unary(UnaryOp::Log)?, &nz)?)?;
+            // xlogy(a != 0, b), PyTorch's formula: 0 where a == 0 even when log(b) is -inf.
+            let nz = a
+                .binary_scalar(Scalar::Float(0.0), BinaryOp::Ne, false)?
+                .to_dtype(b.dtype());
+            let ga = gmul(g, &nz.xlogy(&TensorOrScalar::Tensor(b.clone()))?)?;
             Ok((Some(ga), Some(gdiv(&gmul(g, a)?, b)?)))
         });
         Ok(out)

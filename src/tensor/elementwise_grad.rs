@@ -65,9 +65,12 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) 
                 ),
                 Pow => {
                     let ga = if need_a {
-                        // d/dx x^y = y * x^(y-1)
+                        // d/dx x^y = y * x^(y-1), and 0 where y == 0 (as PyTorch: at x == 0
+                        // the product would be 0 * inf)
                         let p = x.binary(&adds(y, -1.0)?, Pow)?;
-                        Some(mul(g, &mul(y, &p)?)?)
+                        let zero_exp = y.binary_scalar(Scalar::Float(0.0), BinaryOp::Eq, false)?;
+                        let d = mul(y, &p)?.masked_fill(&zero_exp, Scalar::Float(0.0))?;
+                        Some(mul(g, &d)?)
                     } else {
                         None
                     };

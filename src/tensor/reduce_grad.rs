@@ -355,7 +355,10 @@ impl Tensor {
                 };
                 let c = sub(x, &x.mean(Some(&dims_v), true, None)?)?;
                 let den = muls(&y, n - correction)?;
-                mul(&unreduce(g, &s, &mask)?, &div(&c, &den)?)
+                // 0 where the std is 0 (equal values: 0 / 0), as PyTorch's std_backward.
+                let zero_std = y.binary_scalar(Scalar::Float(0.0), BinaryOp::Eq, false)?;
+                let d = div(&c, &den)?.masked_fill(&zero_std, Scalar::Float(0.0))?;
+                mul(&unreduce(g, &s, &mask)?, &d)
             });
         }
         Ok(out)

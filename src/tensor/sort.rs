@@ -9,7 +9,7 @@ use crate::cpu::reduce::is_nan;
 use crate::cpu::sort::{cmp_nan_last, cmp_pair_asc, cmp_pair_desc, line_map, search, sort_line};
 use crate::cpu::strided::PAR_THRESHOLD;
 use crate::layout::Layout;
-use crate::{promote_types, with_dtype, DType, Element, Error, Result};
+use crate::{promote_types, with_dtype, DType, Element, Error, Result, Scalar};
 use rayon::prelude::*;
 use std::cmp::Ordering;
 
@@ -239,9 +239,19 @@ impl Tensor {
         match dim {
             None => {
                 if self.numel() == 0 {
-                    return Err(Error::Runtime(format!(
-                        "{op}() operation does not have an identity for empty input tensor"
-                    )));
+                    // PyTorch: NaN for floats, the dtype's lowest value otherwise, index 0.
+                    let v = match self.dtype() {
+                        DType::I64 => Scalar::Int(i64::MIN),
+                        DType::I32 => Scalar::Int(i32::MIN.into()),
+                        DType::I16 => Scalar::Int(i16::MIN.into()),
+                        DType::I8 => Scalar::Int(i8::MIN.into()),
+                        DType::U8 | DType::Bool => Scalar::Int(0),
+                        _ => Scalar::Float(f64::NAN),
+                    };
+                    return Ok((
+                        Tensor::full(&[], v, self.dtype()),
+                        Tensor::full(&[], Scalar::Int(0), DType::I64),
+                    ));
                 }
                 let flat = self.reshape(&[-1])?;
                 with_dtype!(self.dtype(), T, {

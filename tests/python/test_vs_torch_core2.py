@@ -1311,8 +1311,6 @@ REDUCTION_EDGES_XFAIL = {
     "argmax_empty": "argmax() of an empty tensor without dim raises RuntimeError; PyTorch raises "
                     "IndexError (src/tensor/reduce.rs, 'Expected reduction dim to be specified "
                     "for input.numel() == 0')",
-    "median_empty": "median() of an empty float tensor raises RuntimeError; PyTorch returns nan "
-                    "(src/tensor/sort.rs, median_impl)",
 }
 
 
@@ -1656,11 +1654,7 @@ CONVERSIONS = {
     "f16_big_sum": lambda m, x: (x.half() * 100).sum(),
     "bf16_mean": lambda m, x: x.bfloat16().mean(),
 }
-CONVERSIONS_XFAIL = {
-    "int_of_many": "int() of a multi-element tensor raises RuntimeError; PyTorch raises "
-                   "ValueError('only one element tensors can be converted to Python scalars') "
-                   "(src/python/tensor.rs, __int__/__float__)",
-}
+CONVERSIONS_XFAIL = {}
 CONVERSIONS["int_of_many"] = lambda m, x: int(x)
 
 
@@ -2217,24 +2211,12 @@ GRADS = {
     "long_requires_grad": lambda m: m.tensor([2.0], requires_grad=True).long().requires_grad,
     "bool_requires_grad": lambda m: m.tensor([2.0], requires_grad=True).bool().requires_grad,
 }
-_STD_ZERO = ("the gradient of std() of equal values is nan (0/0); PyTorch gives 0 (masked "
-             "where std == 0) (src/tensor/reduce_grad.rs, Tensor::std, the StdBackward0 "
-             "closure)")
-_POW_ZERO = ("the gradient of x ** 0 at x == 0 is nan (0 * 0**-1); PyTorch gives 0 where the "
-             "exponent is 0 (src/tensor/elementwise_grad.rs, the Pow arm of the binary "
-             "backward)")
 _MAX_NAN = ("at a NaN, maximum sends the gradient nowhere (0 to both inputs); PyTorch sends "
             "it to the NaN input (src/tensor/elementwise_grad.rs, the Maximum arm)")
 GRADS_XFAIL = {
-    "std_of_equal_values": _STD_ZERO,
-    "std_dim_equal_values": _STD_ZERO,
-    "pow_zero_exponent_at_zero": _POW_ZERO,
-    "pow_tensor_zero_exponent_at_zero": _POW_ZERO,
     "vector_norm_half_at_zero": "the gradient of a p < 1 vector norm at a zero element is nan; "
                                 "PyTorch gives 0 (src/tensor/linalg_grad.rs, "
                                 "linalg_vector_norm backward)",
-    "xlogy_at_zero": "d xlogy(x, y)/dx at x == 0, y == 0 is nan (log 0); PyTorch gives "
-                     "xlogy(x != 0, y) = 0 (src/tensor/elementwise.rs, XlogyBackward0)",
     "atan2_at_origin": "the gradient of atan2(0, 0) is nan (0/0); PyTorch gives 0 "
                        "(src/tensor/elementwise_grad.rs, the Atan2 arm)",
     "maximum_nan": _MAX_NAN,
