@@ -20,6 +20,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 import timeit
 
 _OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -68,16 +69,26 @@ except ImportError:
     torch = None
 
 
+# Pause before timing a library: OpenBLAS's worker threads busy-wait ~0.1-0.2 s after each
+# call (measured: a ferrotorch 2048 matmul started right after NumPy's ran at 110 GFLOP/s, after
+# a 0.2 s pause at 165), and PyTorch's OpenMP threads spin too, stealing cores from whichever
+# library is timed next.
+SETTLE_SECONDS = 0.25
+
+
 def best_times(fns, repeat):
     """Best per-call time in seconds of each callable in `fns` (name -> callable): autoranged
-    loop counts, then `repeat` rounds that time every library in turn, so a burst of load from
-    elsewhere on a shared machine slows all of them alike instead of one library's rounds."""
+    loop counts, then `repeat` rounds that time every library in turn (each round starting
+    with the next library, after a settling pause), so a burst of load from elsewhere on a
+    shared machine slows all of them alike instead of one library's rounds."""
     timers = {name: timeit.Timer(fn) for name, fn in fns.items()}
     numbers = {name: t.autorange()[0] for name, t in timers.items()}
     best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, t in timers.items():
-            best[name] = min(best[name], t.timeit(numbers[name]) / numbers[name])
+    names = list(timers)
+    for r in range(repeat):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            time.sleep(SETTLE_SECONDS)
+            best[name] = min(best[name], timers[name].timeit(numbers[name]) / numbers[name])
     return best
 
 
