@@ -18,7 +18,6 @@ pub struct PyTensor {
     pub inner: Tensor,
 }
 
-
 impl PyTensor {
     /// The value of a one-element tensor for `int()` / `float()`: PyTorch raises ValueError
     /// for other sizes (`item()` raises RuntimeError).
