@@ -283,12 +283,12 @@ fn full_like(
 
 /// `arange(end)`, `arange(start, end)`, `arange(start, end, step)`.
 #[pyfunction]
-#[pyo3(signature = (start, end=None, step=None, *, out=None, dtype=None, layout=None,
+#[pyo3(signature = (start=None, end=None, step=None, *, out=None, dtype=None, layout=None,
                     device=None, requires_grad=false, pin_memory=false))]
 #[allow(clippy::too_many_arguments)]
 fn arange(
     py: Python<'_>,
-    start: &Bound<'_, PyAny>,
+    start: Obj<'_, '_>,
     end: Obj<'_, '_>,
     step: Obj<'_, '_>,
     out: Obj<'_, '_>,
@@ -301,10 +301,15 @@ fn arange(
     let _ = pin_memory;
     check_layout(layout)?;
     let target = check_device(device)?;
-    let first = number(start, "start")?;
-    let (start, end) = match end {
-        Some(e) if !e.is_none() => (first, number(e, "end")?),
-        _ => (Scalar::Int(0), first),
+    // arange(end), arange(start, end[, step]) and arange(end=...) as PyTorch's overloads.
+    let (start, end) = match (start.filter(|v| !v.is_none()), end.filter(|v| !v.is_none())) {
+        (Some(s), Some(e)) => (number(s, "start")?, number(e, "end")?),
+        (Some(e), None) | (None, Some(e)) => (Scalar::Int(0), number(e, "end")?),
+        (None, None) => {
+            return Err(PyTypeError::new_err(
+                "arange() missing 1 required positional argument: \"end\"",
+            ))
+        }
     };
     let step = match step {
         Some(s) if !s.is_none() => number(s, "step")?,

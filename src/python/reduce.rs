@@ -164,25 +164,29 @@ impl PyTensor {
 
     // ------------------------------------------------------------ max, min, arg*
     /// `max()`, `max(dim, keepdim=False)` -> (values, indices), or `max(other)` (elementwise).
-    #[pyo3(signature = (dim=None, keepdim=false))]
+    #[pyo3(signature = (dim=None, keepdim=false, *, other=None))]
     fn max(
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
+        other: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.max_min::<true>(py, dim, keepdim)
+        // `other=` names the elementwise form's tensor (`torch.max(x, other=y)`).
+        self.max_min::<true>(py, other.or(dim), keepdim)
     }
 
     /// `min()`, `min(dim, keepdim=False)` -> (values, indices), or `min(other)` (elementwise).
-    #[pyo3(signature = (dim=None, keepdim=false))]
+    #[pyo3(signature = (dim=None, keepdim=false, *, other=None))]
     fn min(
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
+        other: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.max_min::<false>(py, dim, keepdim)
+        // `other=` names the elementwise form's tensor (`torch.min(x, other=y)`).
+        self.max_min::<false>(py, other.or(dim), keepdim)
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]

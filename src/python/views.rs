@@ -452,13 +452,21 @@ impl PyTensor {
     fn unbind<'py>(&self, py: Python<'py>, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
         py_tuple(py, self.inner.unbind(dim)?)
     }
-    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    /// `Tensor.split(split_size, dim=0)`; `split_size_or_sections=` (torch.split's name) is
+    /// accepted too.
+    #[pyo3(signature = (split_size=None, dim=0, *, split_size_or_sections=None))]
     fn split<'py>(
         &self,
         py: Python<'py>,
-        split_size_or_sections: &Bound<'py, PyAny>,
+        split_size: Option<&Bound<'py, PyAny>>,
         dim: i64,
+        split_size_or_sections: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let Some(split_size_or_sections) = split_size.or(split_size_or_sections) else {
+            return Err(PyTypeError::new_err(
+                "split() missing 1 required positional argument: 'split_size'",
+            ));
+        };
         let parts = if let Ok(n) = extract_index_int(split_size_or_sections) {
             self.inner.split(n, dim)?
         } else {

@@ -68,7 +68,8 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 
 fn cat_raw(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if tensors.is_empty() {
-        return Err(Error::Runtime(
+        // PyTorch raises ValueError here.
+        return Err(Error::Value(
             "torch.cat(): expected a non-empty list of Tensors".into(),
         ));
     }

@@ -408,7 +408,7 @@ impl Tensor {
         let mask = match dim {
             None => {
                 if self.numel() == 0 {
-                    return Err(Error::Runtime(format!(
+                    return Err(Error::Index(format!(
                         "{op}(): Expected reduction dim to be specified for input.numel() == 0."
                     )));
                 }

@@ -287,8 +287,14 @@ impl Tensor {
         }
         let d = self.dim(dim)?;
         let size = self.shape()[d] as i64;
+        if start < -size || start > size {
+            return Err(Error::Index(format!(
+                "start out of range (expected to be in range of [{}, {size}], but got {start})",
+                -size
+            )));
+        }
         let start = if start < 0 { start + size } else { start };
-        if start < 0 || start > size || length < 0 || start + length > size {
+        if length < 0 || start + length > size {
             return Err(Error::Runtime(format!(
                 "start ({start}) + length ({length}) exceeds dimension size ({size})."
             )));

@@ -258,3 +258,27 @@ def test_rust_panic_becomes_runtime_error():
 def test_tensor_constructor():
     assert ft.Tensor(2, 3).shape == (2, 3) and ft.Tensor(2, 3).dtype == ft.float32
     assert ft.Tensor([1, 2]).dtype == ft.float32
+
+
+def test_keyword_forms_and_exception_types_as_pytorch():
+    assert ft.arange(end=3).tolist() == [0, 1, 2]
+    assert ft.arange(1, end=4).tolist() == [1, 2, 3]
+    with pytest.raises(TypeError, match="end"):
+        ft.arange()
+    x = ft.arange(6.0).reshape(2, 3)
+    assert [p.tolist() for p in x.split(split_size=2, dim=1)] == [[[0.0, 1.0], [3.0, 4.0]],
+                                                                   [[2.0], [5.0]]]
+    assert [p.shape[1] for p in x.split(split_size_or_sections=[1, 2], dim=1)] == [1, 2]
+    assert ft.max(x, other=x * 0 + 2).tolist() == [[2.0, 2.0, 2.0], [3.0, 4.0, 5.0]]
+    assert ft.min(x, other=x * 0 + 2).tolist() == [[0.0, 1.0, 2.0], [2.0, 2.0, 2.0]]
+    with pytest.raises(IndexError, match="Expected reduction dim"):
+        ft.zeros(0).argmax()
+    with pytest.raises(IndexError, match="start out of range"):
+        ft.zeros(3).narrow(0, -5, 1)
+    assert ft.zeros(3).narrow(0, -3, 2).shape == (2,)
+    with pytest.raises(ValueError, match="non-empty list"):
+        ft.cat([])
+    with pytest.raises(ValueError, match="only one element tensors"):
+        int(ft.ones(2))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        ft.histc(ft.tensor([1, 2]), bins=3)

@@ -825,8 +825,6 @@ INDEX_OPS_XFAIL = {
                               "RuntimeError('index_add_(): self (Float) and source (Double) "
                               "must have the same scalar type') (src/python/views.rs, "
                               "Tensor.index_add / index_add_)",
-    "cat_empty_list": "torch.cat([]) raises RuntimeError; PyTorch raises ValueError "
-                      "('expected a non-empty list of Tensors') (src/tensor/join.rs)",
     "fill_1d_tensor": "fill_ accepts a 1-element 1-d tensor; PyTorch raises RuntimeError('fill_ "
                       "only supports 0-dimension value tensor') (src/python/tensor.rs, fill_)",
 }
@@ -1308,9 +1306,6 @@ REDUCTION_EDGES = {
     "nanmean_int": lambda m, x: x.long().nanmean(),
 }
 REDUCTION_EDGES_XFAIL = {
-    "argmax_empty": "argmax() of an empty tensor without dim raises RuntimeError; PyTorch raises "
-                    "IndexError (src/tensor/reduce.rs, 'Expected reduction dim to be specified "
-                    "for input.numel() == 0')",
 }
 
 
@@ -1838,14 +1833,6 @@ KWARGS = {
     "linalg_det_kw": lambda m, x: m.linalg.det(A=x[:3, :3]),
 }
 KWARGS_XFAIL = {
-    "max_other_kw": "torch.max(x, other=y) (the binary form by keyword) raises TypeError: "
-                    "Tensor.max has no 'other' keyword (src/python/reduce.rs, Tensor.max/min "
-                    "signature)",
-    "t_split_kw": "Tensor.split(split_size=2) raises TypeError: the binding names the argument "
-                  "split_size_or_sections (src/python/views.rs, Tensor.split)",
-    "arange_end_kw": "torch.arange(end=3) raises TypeError (missing 'start'): the native "
-                     "arange signature is (start, end=None, ...) (src/python/creation.rs, "
-                     "arange)",
 }
 
 
@@ -2362,9 +2349,6 @@ SHAPE_EDGES = {
     "reshape_empty_infer_err": lambda m: m.ones(0, 2).reshape(-1, 0),
 }
 SHAPE_EDGES_XFAIL = {
-    "narrow_start_neg_oob": "narrow with start < -size raises RuntimeError (start wrapped to -1); "
-                            "PyTorch raises IndexError('start out of range') "
-                            "(src/tensor/view.rs, Tensor::narrow)",
     "squeeze_dup_dims": "squeeze((0, 0)) accepts a repeated dim; PyTorch raises RuntimeError('dim "
                         "0 appears multiple times in the list of dims') (src/python/views.rs, "
                         "Tensor.squeeze)",
