@@ -243,6 +243,20 @@ def clone(input, *, memory_format=preserve_format):
 
 
 def _to(self, *args, memory_format=None, **kwargs):
+    if (args or kwargs) and memory_format in (None, preserve_format) \
+            and not _orig_is_contiguous(self):
+        sizes, strides = tuple(self.shape), self.stride()
+        if _non_overlapping_and_dense(sizes, strides):
+            # Convert the input's dense permutation (a contiguous view) and permute back: one
+            # pass that lands in the input's strides, instead of a row-major conversion
+            # followed by a re-striding copy.
+            perm = sorted(range(len(sizes)), key=lambda d: -strides[d])
+            view = self.permute(*perm)
+            conv = _orig_to(view, *args, **kwargs)
+            if conv is view or _is_alias(conv, view):
+                return self  # no conversion: PyTorch returns the tensor itself
+            out = conv.permute(*_inverse(perm))
+            return out if out.stride() == strides else out.as_strided(sizes, strides)
     out = _orig_to(self, *args, **kwargs) if args or kwargs else self
     if out is not self and _is_alias(out, self):
         out = self  # no conversion: PyTorch returns the tensor itself
