@@ -1,0 +1,112 @@
+// libcublas.cpp: the cuBLAS calls ferrotorch makes (GemmEx and its strided-batched form),
+// run on the CPU in column-major order as cuBLAS defines them, with a float accumulator for
+// f32/f16/bf16 and double for f64. TF32 compute is emulated by rounding the operands to
+// TF32 (10-bit mantissa), so tests of the allow_tf32 switch see its effect.
+#include <cstdint>
+#include <cstring>
+
+#include "include/cuda_bf16.h"
+#include "include/cuda_fp16.h"
+
+typedef int cublasStatus_t;
+enum : int { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
+enum : int { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+enum : int { COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, COMPUTE_64F = 70 };
+
+#define FT_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+double load(const void* p, int type, long long i) {
+    switch (type) {
+        case CUDA_R_32F: return ((const float*)p)[i];
+        case CUDA_R_64F: return ((const double*)p)[i];
+        case CUDA_R_16F: return (float)((const __half*)p)[i];
+        default: return (float)((const __nv_bfloat16*)p)[i];
+    }
+}
+void store(void* p, int type, long long i, double v) {
+    switch (type) {
+        case CUDA_R_32F: ((float*)p)[i] = (float)v; break;
+        case CUDA_R_64F: ((double*)p)[i] = v; break;
+        case CUDA_R_16F: ((__half*)p)[i] = __half((float)v); break;
+        default: ((__nv_bfloat16*)p)[i] = __nv_bfloat16((float)v); break;
+    }
+}
+float tf32(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+    std::memcpy(&x, &u, 4);
+    return x;
+}
+bool known(int t) { return t == CUDA_R_32F || t == CUDA_R_64F || t == CUDA_R_16F || t == CUDA_R_16BF; }
+
+// C = alpha * op(A) @ op(B) + beta * C, column-major; beta == 0 ignores C (it may be NaN).
+cublasStatus_t gemm(int ta, int tb, int m, int n, int k, const void* alpha, const void* A, int at,
+                    int lda, long long sa, const void* B, int bt, int ldb, long long sb,
+                    const void* beta, void* C, int ct, int ldc, long long sc, int batch, int compute) {
+    if (!known(at) || !known(bt) || !known(ct) || m < 0 || n < 0 || k < 0 || batch < 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    const bool dbl = compute == COMPUTE_64F;
+    const double al = dbl ? *(const double*)alpha : *(const float*)alpha;
+    const double be = dbl ? *(const double*)beta : *(const float*)beta;
+    const bool round_tf32 = compute == COMPUTE_32F_FAST_TF32;
+    for (int b = 0; b < batch; ++b) {
+        for (int j = 0; j < n; ++j) {
+            for (int i = 0; i < m; ++i) {
+                double accd = 0;
+                float accf = 0;
+                for (int p = 0; p < k; ++p) {
+                    const long long ia = ta ? (long long)i * lda + p : (long long)p * lda + i;
+                    const long long ib = tb ? (long long)p * ldb + j : (long long)j * ldb + p;
+                    const double x = load(A, at, b * sa + ia), y = load(B, bt, b * sb + ib);
+                    if (dbl) {
+                        accd += x * y;
+                    } else if (round_tf32) {
+                        accf += tf32((float)x) * tf32((float)y);
+                    } else {
+                        accf += (float)x * (float)y;
+                    }
+                }
+                const long long ic = b * sc + (long long)j * ldc + i;
+                double r = al * (dbl ? accd : (double)accf);
+                if (be != 0) r += be * load(C, ct, ic);
+                store(C, ct, ic, dbl ? r : (double)(float)r);
+            }
+        }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+int g_handle_token;
+
+}  // namespace
+
+FT_API cublasStatus_t cublasCreate_v2(void** h) {
+    *h = &g_handle_token;
+    return CUBLAS_STATUS_SUCCESS;
+}
+FT_API cublasStatus_t cublasDestroy_v2(void*) { return CUBLAS_STATUS_SUCCESS; }
+FT_API cublasStatus_t cublasSetStream_v2(void*, void*) { return CUBLAS_STATUS_SUCCESS; }
+FT_API cublasStatus_t cublasSetMathMode(void*, int) { return CUBLAS_STATUS_SUCCESS; }
+FT_API cublasStatus_t cublasSetWorkspace_v2(void*, void*, size_t) { return CUBLAS_STATUS_SUCCESS; }
+FT_API cublasStatus_t cublasGemmEx(void*, int ta, int tb, int m, int n, int k, const void* alpha,
+                                   const void* A, int at, int lda, const void* B, int bt, int ldb,
+                                   const void* beta, void* C, int ct, int ldc, int compute, int) {
+    return gemm(ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta, C, ct, ldc, 0, 1,
+                compute);
+}
+FT_API cublasStatus_t cublasGemmStridedBatchedEx(void*, int ta, int tb, int m, int n, int k,
+                                                 const void* alpha, const void* A, int at, int lda,
+                                                 long long sa, const void* B, int bt, int ldb,
+                                                 long long sb, const void* beta, void* C, int ct,
+                                                 int ldc, long long sc, int batch, int compute,
+                                                 int) {
+    return gemm(ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc,
+                batch, compute);
+}
+FT_API const char* cublasGetStatusString(cublasStatus_t s) {
+    return s == 0 ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_INVALID_VALUE (emulator)";
+}
+FT_API const char* cublasGetStatusName(cublasStatus_t s) { return cublasGetStatusString(s); }
