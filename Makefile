@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PIP     := $(VENV)/bin/pip
 STAMP   := $(VENV)/.deps-installed
 
-.PHONY: demo test build rust-test py-test lint bench clean
+.PHONY: demo test build rust-test py-test cuda-emu-test lint bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -34,7 +34,12 @@ rust-test:
 py-test: build $(TEST_STAMP)
 	$(PY) -m pytest tests/python -q
 
-test: rust-test py-test
+# The GPU test suite again, on the CPU CUDA emulator (tools/cuda_emu): every kernel launch,
+# argument layout and kernel body runs without a GPU. Needs g++.
+cuda-emu-test: build $(TEST_STAMP)
+	tools/cuda_emu/run $(PY) -m pytest -m cuda tests/python -q -p no:cacheprovider
+
+test: rust-test py-test cuda-emu-test
 
 lint: $(STAMP)
 	cargo fmt --all -- --check
