@@ -284,6 +284,51 @@ def test_short_training_run_matches_cpu():
     np.testing.assert_allclose(run("cuda"), run("cpu"), rtol=1e-8)
 
 
+def _emulator_counters():
+    """(cuMemAlloc, cuMemFree, cuLaunchKernel) calls so far, when the CUDA emulator
+    (tools/cuda_emu) stands in for the driver; None on a real GPU."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL("libcuda.so").ft_emu_counters
+    except (OSError, AttributeError):
+        return None
+    out = (ctypes.c_ulonglong * 3)()
+    fn(out)
+    return tuple(out)
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_training_steady_state_allocates_nothing():
+    """The caching allocator: after warm-up, a training step reuses blocks and never calls
+    cuMemAlloc/cuMemFree (counted by the emulator's driver)."""
+    if _emulator_counters() is None:
+        pytest.skip("counts driver calls: runs on the CUDA emulator only")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    model = model.to("cuda")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(8, 16, device="cuda")
+    y = torch.randint(0, 4, (8,), device="cuda")
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for _ in range(3):
+        step()
+    allocs, frees, launches = _emulator_counters()
+    for _ in range(5):
+        step()
+    allocs2, frees2, launches2 = _emulator_counters()
+    assert (allocs2, frees2) == (allocs, frees)
+    assert launches2 > launches  # the steps did run kernels
+
+
 @pytest.mark.cuda
 @needs_gpu
 def test_memory_counters_streams_events():

@@ -24,6 +24,7 @@ CXX = os.environ.get("CXX", "g++")
 FLAGS = ["-std=c++17", "-fPIC", "-g0", "-w", "-fno-strict-aliasing",
          f"-I{EMU / 'include'}", f"-I{EMU}", f"-I{KERNELS}"]
 OPT = ["-O1"]
+LIB_OPT = {"libcublas.so": ["-O2"]}
 
 # `extern __shared__ [__align__(n)] T name[];` -> a pointer to the launch's dynamic shared memory.
 EXTERN_SHARED = re.compile(
@@ -105,7 +106,7 @@ def main() -> int:
     for lib, srcs in libs.items():
         target = out / lib
         if newer(target, *srcs, EMU / "ft_emu.h", EMU / "ft_emu_runtime.h"):
-            subprocess.run([CXX, *FLAGS, *OPT, "-shared", f"-Wl,-soname,{lib}", "-o", str(target),
+            subprocess.run([CXX, *FLAGS, *LIB_OPT.get(lib, OPT), "-shared", f"-Wl,-soname,{lib}", "-o", str(target),
                             *map(str, srcs), "-lpthread"], check=True)
     print(f"CUDA emulator: {len(seen)} kernels from {len(files)} files in {out}")
     return 0

@@ -4,6 +4,7 @@
 // TF32 (10-bit mantissa), so tests of the allow_tf32 switch see its effect.
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "include/cuda_bf16.h"
 #include "include/cuda_fp16.h"
@@ -52,25 +53,36 @@ cublasStatus_t gemm(int ta, int tb, int m, int n, int k, const void* alpha, cons
     const double al = dbl ? *(const double*)alpha : *(const float*)alpha;
     const double be = dbl ? *(const double*)beta : *(const float*)beta;
     const bool round_tf32 = compute == COMPUTE_32F_FAST_TF32;
+    // op(A) as m rows of k and op(B) as n columns of k, contiguous, so the dot products stream.
+    std::vector<double> pa((size_t)m * k), pb((size_t)n * k);
     for (int b = 0; b < batch; ++b) {
+        for (int i = 0; i < m; ++i)
+            for (int p = 0; p < k; ++p) {
+                const long long ia = ta ? (long long)i * lda + p : (long long)p * lda + i;
+                double x = load(A, at, b * sa + ia);
+                pa[(size_t)i * k + p] = round_tf32 ? tf32((float)x) : x;
+            }
+        for (int j = 0; j < n; ++j)
+            for (int p = 0; p < k; ++p) {
+                const long long ib = tb ? (long long)p * ldb + j : (long long)j * ldb + p;
+                double y = load(B, bt, b * sb + ib);
+                pb[(size_t)j * k + p] = round_tf32 ? tf32((float)y) : y;
+            }
         for (int j = 0; j < n; ++j) {
+            const double* col = &pb[(size_t)j * k];
             for (int i = 0; i < m; ++i) {
-                double accd = 0;
-                float accf = 0;
-                for (int p = 0; p < k; ++p) {
-                    const long long ia = ta ? (long long)i * lda + p : (long long)p * lda + i;
-                    const long long ib = tb ? (long long)p * ldb + j : (long long)j * ldb + p;
-                    const double x = load(A, at, b * sa + ia), y = load(B, bt, b * sb + ib);
-                    if (dbl) {
-                        accd += x * y;
-                    } else if (round_tf32) {
-                        accf += tf32((float)x) * tf32((float)y);
-                    } else {
-                        accf += (float)x * (float)y;
-                    }
+                const double* row = &pa[(size_t)i * k];
+                double r;
+                if (dbl) {
+                    double acc = 0;
+                    for (int p = 0; p < k; ++p) acc += row[p] * col[p];
+                    r = al * acc;
+                } else {
+                    float acc = 0;
+                    for (int p = 0; p < k; ++p) acc += (float)row[p] * (float)col[p];
+                    r = al * (double)acc;
                 }
                 const long long ic = b * sc + (long long)j * ldc + i;
-                double r = al * (dbl ? accd : (double)accf);
                 if (be != 0) r += be * load(C, ct, ic);
                 store(C, ct, ic, dbl ? r : (double)(float)r);
             }

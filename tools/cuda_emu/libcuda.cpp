@@ -50,6 +50,8 @@ struct Allocation {
 };
 std::map<CUdeviceptr, Allocation> g_allocs;
 size_t g_in_use = 0;
+// Calls counted for tests of the caching allocator (ft_emu_counters).
+unsigned long long g_alloc_calls = 0, g_free_calls = 0, g_launches = 0;
 
 struct Event {
     double ms = 0;
@@ -212,6 +214,7 @@ FT_API CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t size) {
     *p = (CUdeviceptr)start;
     g_allocs[*p] = Allocation{m, body + page, size};
     g_in_use += size;
+    ++g_alloc_calls;
     return CUDA_SUCCESS;
 }
 FT_API CUresult cuMemFree_v2(CUdeviceptr p) {
@@ -224,6 +227,7 @@ FT_API CUresult cuMemFree_v2(CUdeviceptr p) {
     munmap(it->second.map_base, it->second.map_len);
     g_in_use -= it->second.size;
     g_allocs.erase(it);
+    ++g_free_calls;
     return CUDA_SUCCESS;
 }
 FT_API CUresult cuMemAllocAsync(CUdeviceptr* p, size_t size, CUstream) { return cuMemAlloc_v2(p, size); }
@@ -354,6 +358,7 @@ FT_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
     const auto* k = static_cast<const ft_emu::KernelEntry*>(f);
     if (smem > 227u * 1024u) return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard<std::mutex> g(g_lock);
+    ++g_launches;
     const std::string err =
         ft_emu::run_launch(k->fn, params, dim3{gx, gy, gz}, dim3{bx, by, bz}, smem);
     if (!err.empty()) {
@@ -386,4 +391,12 @@ FT_API CUresult cuGetErrorName(CUresult r, const char** s) {
         default: *s = "CUDA_ERROR_UNKNOWN"; break;
     }
     return CUDA_SUCCESS;
+}
+
+// Not CUDA: the emulator's call counters (cuMemAlloc, cuMemFree, cuLaunchKernel), for tests.
+FT_API void ft_emu_counters(unsigned long long out[3]) {
+    std::lock_guard<std::mutex> g(g_lock);
+    out[0] = g_alloc_calls;
+    out[1] = g_free_calls;
+    out[2] = g_launches;
 }
