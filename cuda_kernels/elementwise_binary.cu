@@ -96,10 +96,17 @@ FT_BINOP(BitwiseXorOp, A(a ^ b))
 FT_BINOP(ShlOp, (b < A(0) || b >= A(sizeof(A) * 8)) ? A(0) : A(a << b))
 FT_BINOP(ShrOp, (b < A(0) || b >= A(sizeof(A) * 8)) ? A(a < A(0) ? -1 : 0) : A(a >> b))
 
+// -a with two's-complement wrap-around (the most negative value maps to itself), without the
+// undefined behaviour of signed overflow.
+template <typename A> __device__ __forceinline__ A wrapping_neg(A a) {
+    return A(0ull - (unsigned long long)a);
+}
+
 // Floor division, Python semantics (rounds toward -inf).
 struct FloorDivideOp {
     template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
         if (b == A(0)) return A(0);
+        if (b == A(-1)) return wrapping_neg(a);
         A q = a / b;
         if ((a % b != A(0)) && ((a < A(0)) != (b < A(0)))) q = q - A(1);
         return q;
@@ -175,6 +182,59 @@ struct MinimumOp {
     }
 };
 
+// Division rounding toward zero (`div(rounding_mode='trunc')`); integer x / 0 gives 0 (the
+// caller checks first).
+struct DivTruncOp {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        if (b == A(0)) return A(0);
+        if (b == A(-1)) return wrapping_neg(a);
+        return a / b;
+    }
+    __device__ __forceinline__ float operator()(float a, float b) const { return truncf(a / b); }
+    __device__ __forceinline__ double operator()(double a, double b) const { return trunc(a / b); }
+};
+
+// C's fmod: the remainder has the dividend's sign. Integer x % 0 gives 0 (checked by the
+// caller), x % -1 is 0 (no overflow trap for the most negative value).
+struct FmodOp {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        return (b == A(0) || b == A(-1)) ? A(0) : A(a % b);
+    }
+    __device__ __forceinline__ float operator()(float a, float b) const { return fmodf(a, b); }
+    __device__ __forceinline__ double operator()(double a, double b) const { return fmod(a, b); }
+};
+
+// Float-only ops (the caller computes f16/bf16 in float32): the CPU formulas of
+// src/tensor/elementwise.rs, NaN and infinity cases included.
+FT_BINOP(HypotOp, hypot(a, b))
+FT_BINOP(CopysignOp, copysign(a, b))
+struct XlogyOp {  // x * log(y), 0 where x == 0 unless y is NaN
+    template <typename A> __device__ __forceinline__ A operator()(A x, A y) const {
+        if (isnan(y)) return y;
+        return x == A(0) ? A(0) : x * log(y);
+    }
+};
+struct LogAddExpOp {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        if (isinf(a) && a == b) return a;
+        return fmax(a, b) + log1p(exp(-fabs(a - b)));
+    }
+};
+struct LogAddExp2Op {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        if (isinf(a) && a == b) return a;
+        return fmax(a, b) + log1p(exp2(-fabs(a - b))) / A(0.6931471805599453);
+    }
+};
+// heaviside(x, v): v where x == 0, 1 where x > 0, 0 where x < 0 (NaN x gives 0, as the CPU).
+struct HeavisideOp {
+    template <typename A> __device__ __forceinline__ A operator()(A x, A v) const {
+        return x == A(0) ? v : (x > A(0) ? A(1) : A(0));
+    }
+};
+
+#define FT_FOR_F32_F64(M, ...) M(__VA_ARGS__, f32, float) M(__VA_ARGS__, f64, double)
+
 // Arithmetic: numeric dtypes (bool arithmetic is promoted by the caller).
 FT_FOR_NUMERIC(FT_BINARY, add, AddOp)
 FT_FOR_NUMERIC(FT_BINARY, sub, SubOp)
@@ -184,6 +244,17 @@ FT_FOR_NUMERIC(FT_BINARY, floor_divide, FloorDivideOp)
 FT_FOR_NUMERIC(FT_BINARY, remainder, RemainderOp)
 FT_FOR_NUMERIC(FT_BINARY, pow, PowOp)
 FT_FOR_FLOAT(FT_BINARY, atan2, Atan2Op)
+FT_FOR_F32_F64(FT_BINARY, div_trunc, DivTruncOp)
+FT_FOR_INT(FT_BINARY, div_trunc, DivTruncOp)
+FT_FOR_F32_F64(FT_BINARY, fmod, FmodOp)
+FT_FOR_INT(FT_BINARY, fmod, FmodOp)
+FT_FOR_F32_F64(FT_BINARY, hypot, HypotOp)
+FT_FOR_F32_F64(FT_BINARY, copysign, CopysignOp)
+FT_FOR_F32_F64(FT_BINARY, xlogy, XlogyOp)
+FT_FOR_F32_F64(FT_BINARY, logaddexp, LogAddExpOp)
+FT_FOR_F32_F64(FT_BINARY, logaddexp2, LogAddExp2Op)
+FT_FOR_F32_F64(FT_BINARY, heaviside, HeavisideOp)
+FT_FOR_INT_BOOL(FT_BINARY, heaviside, HeavisideOp)
 FT_FOR_ALL(FT_BINARY, maximum, MaximumOp)
 FT_FOR_ALL(FT_BINARY, minimum, MinimumOp)
 

@@ -10,6 +10,13 @@
 //       strided -> strided, same shape (xl.shape == ol.shape; xl may be broadcast with stride 0):
 //       in-place copy_ / setitem into a view. The caller must not pass overlapping views of
 //       the same buffer.
+//   band_<dtype>(const T* x, StridedLayout xl, T* out, long long n, long long rows,
+//                long long cols, long long k, int lower)
+//       tril (lower != 0: keep col - row <= k) / triu (keep col - row >= k) of the batch of
+//       rows x cols matrices read through xl; out contiguous, zeros elsewhere.
+//   nan_to_num_<f32|f64>(const T* x, StridedLayout xl, T* out, long long n, double nan,
+//                        double posinf, double neginf)
+//       NaN, +inf and -inf replaced by the given values (already the dtype's defaults).
 // `value` is passed by value in the storage type: f16/bf16 as their 16-bit patterns (u16 on
 // the Rust side), bool as one byte (0/1).
 #include "common.cuh"
@@ -36,3 +43,31 @@
     }
 
 FT_FOR_ALL(FT_FILL_COPY, _)
+
+#define FT_BAND(unused, sfx, T)                                                               \
+    extern "C" __global__ void band_##sfx(const T* __restrict__ x, StridedLayout xl,          \
+                                          T* __restrict__ out, long long n, long long rows,   \
+                                          long long cols, long long k, int lower) {           \
+        const bool c = layout_is_contiguous(xl);                                              \
+        FT_GRID_STRIDE(i, n) {                                                                \
+            const long long col = i % cols, row = (i / cols) % rows;                          \
+            const bool keep = lower ? (col - row <= k) : (col - row >= k);                    \
+            out[i] = keep ? x[layout_offset(i, xl, c)] : from_acc<T>(0);                      \
+        }                                                                                     \
+    }
+
+FT_FOR_ALL(FT_BAND, _)
+
+#define FT_NAN_TO_NUM(unused, sfx, T)                                                         \
+    extern "C" __global__ void nan_to_num_##sfx(const T* __restrict__ x, StridedLayout xl,    \
+                                                T* __restrict__ out, long long n, double nan, \
+                                                double posinf, double neginf) {               \
+        const bool c = layout_is_contiguous(xl);                                              \
+        FT_GRID_STRIDE(i, n) {                                                                \
+            const T v = x[layout_offset(i, xl, c)];                                           \
+            out[i] = isnan(v) ? T(nan) : (isinf(v) ? T(v > 0 ? posinf : neginf) : v);         \
+        }                                                                                     \
+    }
+
+FT_NAN_TO_NUM(_, f32, float)
+FT_NAN_TO_NUM(_, f64, double)

@@ -56,6 +56,15 @@ pub(crate) fn unary(_t: &Tensor, _op: UnaryOp) -> Result<Tensor> {
 pub(crate) fn binary(_a: &Tensor, _b: &Tensor, _op: BinaryOp, _common: DType) -> Result<Tensor> {
     Err(unavailable(0))
 }
+pub(crate) fn binary_named(_a: &Tensor, _b: &Tensor, _kernel: &'static str) -> Result<Tensor> {
+    Err(unavailable(0))
+}
+pub(crate) fn band(_t: &Tensor, _k: i64, _lower: bool) -> Result<Tensor> {
+    Err(unavailable(0))
+}
+pub(crate) fn nan_to_num(_t: &Tensor, _nan: f64, _posinf: f64, _neginf: f64) -> Result<Tensor> {
+    Err(unavailable(0))
+}
 pub(crate) fn reduce_dim(
     _t: &Tensor,
     _dim: usize,

@@ -382,9 +382,34 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Res
         }
         return Err(not_implemented(op.name(), &a));
     }
-    let shape = crate::layout::broadcast_shapes(op.name(), a.shape(), b.shape())?;
-    let a = cast(&a, compute)?;
-    let b = cast(&b, compute)?;
+    launch_binary(&a, &b, op.name(), compute, out_dtype)
+}
+
+/// `a (kernel) b` for the binary kernels that have no `BinaryOp` (fmod, hypot, logaddexp...,
+/// see elementwise_binary.cu): both operands already of the kernel's dtype (a 0-d CPU operand
+/// is moved over); the result has that dtype too.
+pub(crate) fn binary_named(a: &Tensor, b: &Tensor, kernel: &'static str) -> Result<Tensor> {
+    let (a, b) = if a.device().is_cuda() {
+        (a.clone(), on_device_of(b, a, kernel)?)
+    } else {
+        (on_device_of(a, b, kernel)?, b.clone())
+    };
+    let dt = a.dtype();
+    launch_binary(&a, &b, kernel, dt, dt)
+}
+
+/// Broadcast `a` and `b`, cast them to `compute` and launch `<kernel>_<dtype>[_contig]`,
+/// which writes `out_dtype`.
+fn launch_binary(
+    a: &Tensor,
+    b: &Tensor,
+    kernel: &'static str,
+    compute: DType,
+    out_dtype: DType,
+) -> Result<Tensor> {
+    let shape = crate::layout::broadcast_shapes(kernel, a.shape(), b.shape())?;
+    let a = cast(a, compute)?;
+    let b = cast(b, compute)?;
     let ordinal = ordinal_of(&a)?;
     let out = empty(ordinal, &shape, out_dtype)?;
     let n = out.numel();
@@ -403,7 +428,7 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Res
         // Same shape, both contiguous: offsets folded into the pointers.
         let ap = ap + (a.storage_offset() * compute.size()) as u64;
         let bp = bp + (b.storage_offset() * compute.size()) as u64;
-        let name = format!("{}_{sfx}_contig", op.name());
+        let name = format!("{kernel}_{sfx}_contig");
         // Threads by 16-byte packs when the kernel can vectorise (output as wide as input).
         let per_thread = if out_dtype.size() == compute.size() {
             16 / compute.size()
@@ -413,15 +438,47 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Res
         launch!(dev, KernelFile::Binary, name, elementwise(n.div_ceil(per_thread)); ap, bp, o, n64)?;
         return Ok(out);
     }
-    let la = a.layout().broadcast_to(op.name(), &shape)?;
-    let lb = b.layout().broadcast_to(op.name(), &shape)?;
+    let la = a.layout().broadcast_to(kernel, &shape)?;
+    let lb = b.layout().broadcast_to(kernel, &shape)?;
     let [al, bl]: [StridedLayout; 2] = joint_layouts::<2>(
-        op.name(),
+        kernel,
         &shape,
         [(&la.strides, la.offset), (&lb.strides, lb.offset)],
     )?;
-    let name = format!("{}_{sfx}", op.name());
+    let name = format!("{kernel}_{sfx}");
     launch!(dev, KernelFile::Binary, name, elementwise(n); ap, al, bp, bl, o, n64)?;
+    Ok(out)
+}
+
+/// tril (`lower`) / triu of the last two dims, diagonal offset `k` (a new contiguous tensor).
+pub(crate) fn band(t: &Tensor, k: i64, lower: bool) -> Result<Tensor> {
+    let nd = t.ndim();
+    let (rows, cols) = (t.shape()[nd - 2] as i64, t.shape()[nd - 1] as i64);
+    let out = empty(ordinal_of(t)?, t.shape(), t.dtype())?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let dev = dev_of(t)?;
+    let (xp, xl, o) = (ptr(t)?, layout_of("tril/triu", t.layout())?, ptr(&out)?);
+    let (n64, lower) = (n as i64, lower as i32);
+    let name = format!("band_{}", dtype_suffix(t.dtype()));
+    launch!(dev, KernelFile::FillCopy, name, elementwise(n); xp, xl, o, n64, rows, cols, k, lower)?;
+    Ok(out)
+}
+
+/// NaN, +inf and -inf of a float32/float64 tensor replaced by the given values.
+pub(crate) fn nan_to_num(t: &Tensor, nan: f64, posinf: f64, neginf: f64) -> Result<Tensor> {
+    let out = empty(ordinal_of(t)?, t.shape(), t.dtype())?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let dev = dev_of(t)?;
+    let (xp, xl, o) = (ptr(t)?, layout_of("nan_to_num", t.layout())?, ptr(&out)?);
+    let n64 = n as i64;
+    let name = format!("nan_to_num_{}", dtype_suffix(t.dtype()));
+    launch!(dev, KernelFile::FillCopy, name, elementwise(n); xp, xl, o, n64, nan, posinf, neginf)?;
     Ok(out)
 }
 
@@ -514,6 +571,16 @@ pub(crate) fn reduce_dim(t: &Tensor, dim: usize, r: Reduction) -> Result<(Tensor
 
 /// Reduce the dims flagged in `mask` (values only), optionally keeping them as size 1.
 pub(crate) fn reduce(t: &Tensor, mask: &[bool], keepdim: bool, r: Reduction) -> Result<Tensor> {
+    let half = matches!(t.dtype(), DType::F16 | DType::BF16);
+    if half
+        && matches!(r, Reduction::Sum | Reduction::Mean | Reduction::Prod)
+        && mask.iter().filter(|&&m| m).count() > 1
+    {
+        // One dim at a time would round to 16 bits between the passes: keep float32
+        // partial results and round once, as a single reduction does.
+        let wide = reduce(&cast(t, DType::F32)?, mask, keepdim, r)?;
+        return cast(&wide, t.dtype());
+    }
     let mut x = t.clone();
     // Highest dim first, so lower dim indices stay valid.
     for d in (0..mask.len()).rev() {

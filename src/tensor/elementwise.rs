@@ -946,6 +946,16 @@ fn operand_tensor(x: &TensorOrScalar, dtype: DType) -> Tensor {
     }
 }
 
+/// `kernel` of cuda_kernels/elementwise_binary.cu on `a` and `b` (same dtype) when either is a
+/// CUDA tensor; `None` on the CPU.
+fn cuda_binary(a: &Tensor, b: &Tensor, kernel: &'static str) -> Result<Option<Tensor>> {
+    if a.device().is_cuda() || b.device().is_cuda() {
+        crate::cuda::ops::binary_named(a, b, kernel).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// Broadcast `a` and `b` (both of element type `T`) and map them elementwise.
 fn zip_map<T: Element, U: Element>(
     a: &Tensor,
@@ -1299,6 +1309,9 @@ impl Tensor {
         let (pinf, ninf) = (posinf.unwrap_or(max), neginf.unwrap_or(lowest));
         let cd = dt.compute_dtype();
         let x = self.to_dtype(cd);
+        if x.device().is_cuda() {
+            return Ok(crate::cuda::ops::nan_to_num(&x, nan, pinf, ninf)?.to_dtype(dt));
+        }
         let r = with_float_dtype!(
             cd,
             T,
@@ -1475,6 +1488,17 @@ impl Tensor {
         };
         let cd = out.compute_dtype();
         let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
+        let kernel = match op {
+            "hypot_cpu" => Some("hypot"),
+            "logaddexp_cpu" => Some("logaddexp"),
+            "logaddexp2_cpu" => Some("logaddexp2"),
+            "copysign" => Some("copysign"),
+            "xlogy" => Some("xlogy"),
+            _ => None, // special functions: the host computes them
+        };
+        if let Some(r) = kernel.map(|k| cuda_binary(&a, &b, k)).transpose()?.flatten() {
+            return Ok(r.to_dtype(out));
+        }
         let r = match cd {
             DType::F64 => zip_map(&a, &b, op, f64_op)?,
             _ => zip_map(&a, &b, op, f32_op)?,
@@ -1615,6 +1639,12 @@ impl Tensor {
         }
         let cd = out.compute_dtype();
         let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
+        if !cd.is_floating_point() && !b.is_nonzero_all()? {
+            return Err(zero_division());
+        }
+        if let Some(r) = cuda_binary(&a, &b, "fmod")? {
+            return Ok(r.to_dtype(out));
+        }
         let r = if cd.is_floating_point() {
             with_float_dtype!(
                 cd,
@@ -1623,9 +1653,6 @@ impl Tensor {
                 unreachable!()
             )
         } else {
-            if !b.is_nonzero_all()? {
-                return Err(zero_division());
-            }
             with_dtype!(cd, T, {
                 zip_map(&a, &b, "fmod", |x: T, y: T| {
                     T::from_i64(x.to_i64().checked_rem(y.to_i64()).unwrap_or(0))
@@ -1647,6 +1674,9 @@ impl Tensor {
         let dt = self.dtype();
         let cd = dt.compute_dtype();
         let (a, b) = (self.to_dtype(cd), values.to_dtype(cd));
+        if let Some(r) = cuda_binary(&a, &b, "heaviside")? {
+            return Ok(r.to_dtype(dt));
+        }
         let r = with_dtype!(cd, T, {
             zip_map(&a, &b, "heaviside", |x: T, v: T| {
                 if x == T::zero() {
@@ -1690,6 +1720,13 @@ impl Tensor {
         }
         let cd = out.compute_dtype();
         let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
+        if !cd.is_floating_point() && !b.is_nonzero_all()? {
+            return Err(zero_division());
+        }
+        let kernel = if floor { "floor_divide" } else { "div_trunc" };
+        if let Some(r) = cuda_binary(&a, &b, kernel)? {
+            return Ok(r.to_dtype(out));
+        }
         let r = if cd.is_floating_point() {
             with_float_dtype!(
                 cd,
@@ -1704,9 +1741,6 @@ impl Tensor {
                 unreachable!()
             )
         } else {
-            if !b.is_nonzero_all()? {
-                return Err(zero_division());
-            }
             with_dtype!(cd, T, {
                 zip_map(&a, &b, "div", |x: T, y: T| {
                     let (xi, yi) = (x.to_i64(), y.to_i64());
@@ -2211,6 +2245,7 @@ impl Tensor {
         self.record_binary_misc("CopysignBackward0", other, &out, |g, a, b| {
             // d/da |a| sign(b) = sign(a) sign(b) (0 at a = 0); no gradient for `other`.
             let sb = Tensor::ones(b.shape(), DType::F64)
+                .to_device(b.device())?
                 .copysign_raw(&TensorOrScalar::Tensor(b.clone()))?;
             Ok((
                 Some(gmul(g, &gmul(&a.unary(UnaryOp::Sign)?, &sb)?)?),

@@ -151,20 +151,3 @@ macro_rules! cuda_via_host {
 }
 pub(crate) use cuda_via_host;
 
-/// `cuda_via_host!` for an in-place op (`fn op_(&self, ...) -> Result<()>`): runs it on a host
-/// copy of `self` and copies the result back into `self` on the device.
-macro_rules! cuda_inplace_via_host {
-    ($op:expr, $me:expr, [$($t:expr),* $(,)?], |$hm:ident $(, $h:ident)*| $body:expr) => {
-        if let Some(device) = $crate::tensor::host_fallback::cuda_device(&[$me $(, $t)*]) {
-            $crate::tensor::host_fallback::check_devices($op, device, &[$me $(, $t)*])?;
-            let $hm = $crate::tensor::host_fallback::host($me)?;
-            $( let $h = $crate::tensor::host_fallback::host($t)?; )*
-            let r = $crate::tensor::host_fallback::via_host($op, device, || {
-                $body?;
-                Ok($hm.clone())
-            })?;
-            return $me.copy_raw(&r);
-        }
-    };
-}
-pub(crate) use cuda_inplace_via_host;

@@ -2,7 +2,7 @@
 //! assignment, and the gather/scatter family (`index_select`, `gather`, `scatter*`,
 //! `index_add/copy/fill`, `masked_*`, `where`, `nonzero`, `take`, `put_`).
 
-use super::host_fallback::{cuda_inplace_via_host, cuda_via_host};
+use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::cpu::gather::{self as kern, DimMap, Inner, Plan};
 use crate::cpu::strided::{self, PAR_THRESHOLD};
@@ -682,8 +682,6 @@ impl Tensor {
     /// In place: the `true` positions of `mask` (broadcast to `self`) take consecutive
     /// elements of `source`.
     pub(crate) fn masked_scatter_raw_(&self, mask: &Tensor, source: &Tensor) -> Result<()> {
-        cuda_inplace_via_host!("masked_scatter", self, [mask, source], |me, m, s| me
-            .masked_scatter_raw_(&m, &s));
         Self::check_bool_mask(mask, "masked_scatter_")?;
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
@@ -709,6 +707,12 @@ impl Tensor {
             )));
         }
         let sl = self.layout().clone();
+        if let Some(device) = super::host_fallback::cuda_device(&[self, mask, source]) {
+            super::host_fallback::check_devices("masked_scatter_", device, &[self, mask, source])?;
+            let vals = source.reshape(&[-1])?.narrow(0, 0, pos.len() as i64)?;
+            let offsets = kern::offsets_of_positions(&sl, &pos);
+            return crate::cuda::index_ops::scatter_offsets(self, offsets, &vals, false);
+        }
         let plan = Plan {
             outer: kern::offsets_of_positions(&sl, &pos),
             inner: Inner::Range { start: 0, len: 1 },
@@ -870,8 +874,6 @@ impl Tensor {
 
     /// In place: `self.select(dim, index[i]) = source.select(dim, i)`.
     pub(crate) fn index_copy_raw_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<()> {
-        cuda_inplace_via_host!("index_copy", self, [index, source], |me, i, s| me
-            .index_copy_raw_(dim, &i, &s));
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
                 "index_copy_(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
@@ -880,6 +882,11 @@ impl Tensor {
             )));
         }
         let plan = self.index_write_plan(dim, index, source, "index_copy_")?;
+        if let Some(device) = super::host_fallback::cuda_device(&[self, index, source]) {
+            super::host_fallback::check_devices("index_copy_", device, &[self, index, source])?;
+            let offsets = plan_offsets(&plan);
+            return crate::cuda::index_ops::scatter_offsets(self, offsets, source, false);
+        }
         with_dtype!(self.dtype(), T, {
             let vals = source.to_vec::<T>()?;
             // SAFETY: `vals` is an owned copy.
@@ -891,8 +898,6 @@ impl Tensor {
 
     /// In place: `self.select(dim, i) = value` for every `i` in `index` (negatives wrap).
     pub(crate) fn index_fill_raw_(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<()> {
-        cuda_inplace_via_host!("index_fill", self, [index], |me, i| me
-            .index_fill_raw_(dim, &i, value));
         let d = normalize_dim(dim, self.ndim())?;
         let vals = Self::dim_index(index, "index_fill_")?;
         let l = self.layout_1d();
@@ -905,6 +910,12 @@ impl Tensor {
         let mut maps = vec![DimMap::Id; l.ndim()];
         maps[d] = DimMap::Map(pos);
         let plan = Plan::from_maps(&l, &maps).0;
+        if let Some(device) = super::host_fallback::cuda_device(&[self, index]) {
+            super::host_fallback::check_devices("index_fill_", device, &[self, index])?;
+            let offsets = plan_offsets(&plan);
+            let vals = Tensor::scalar(value, self.dtype()).broadcast_to(&[offsets.len()])?;
+            return crate::cuda::index_ops::scatter_offsets(self, offsets, &vals, false);
+        }
         with_dtype!(self.dtype(), T, {
             let v: T = value.to_elem();
             // SAFETY: only constant values are written.
@@ -1226,7 +1237,6 @@ impl Tensor {
 
     /// Elements at flat (row-major) positions `index` (negatives wrap); shaped like `index`.
     pub(crate) fn take_raw(&self, index: &Tensor) -> Result<Tensor> {
-        cuda_via_host!("take", [self, index], |x, i| x.take_raw(&i));
         let vals = index_values(index, "take")?;
         let n = self.numel();
         let pos = positions(&vals, n, true, |v| {
@@ -1234,6 +1244,17 @@ impl Tensor {
                 "out of range: tried to access index {v} on a tensor of {n} elements."
             ))
         })?;
+        if let Some(device) = super::host_fallback::cuda_device(&[self, index]) {
+            // The positions were checked on the host (as PyTorch checks them, with a sync);
+            // the gather itself is index_select on the flattened tensor.
+            super::host_fallback::check_devices("take", device, &[self, index])?;
+            let pos: Vec<i64> = pos.iter().map(|&p| p as i64).collect();
+            let pos = Tensor::from_vec_unchecked(pos, &[vals.len()]).to_device(device)?;
+            return self
+                .reshape(&[-1])?
+                .index_select_raw(0, &pos)?
+                .reshape(&index.shape().iter().map(|&d| d as i64).collect::<Vec<_>>());
+        }
         let l = self.layout().clone();
         let plan = Plan {
             outer: kern::offsets_of_positions(&l, &pos),
@@ -1285,8 +1306,6 @@ impl Tensor {
 
     /// In place: `self.flatten()[index[i]] = source[i]` (or `+=` with `accumulate`).
     pub(crate) fn put_raw_(&self, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<()> {
-        cuda_inplace_via_host!("put_", self, [index, source], |me, i, s| me
-            .put_raw_(&i, &s, accumulate));
         if source.dtype() != self.dtype() {
             return Err(Error::Runtime(format!(
                 "put_(): self and source expected to have the same dtype, but got self.dtype = {} and source.dtype = {}",
@@ -1309,6 +1328,12 @@ impl Tensor {
             ))
         })?;
         let l = self.layout().clone();
+        if let Some(device) = super::host_fallback::cuda_device(&[self, index, source]) {
+            super::host_fallback::check_devices("put_", device, &[self, index, source])?;
+            let offsets = kern::offsets_of_positions(&l, &pos);
+            let vals = source.reshape(&[-1])?;
+            return crate::cuda::index_ops::scatter_offsets(self, offsets, &vals, accumulate);
+        }
         let plan = Plan {
             outer: kern::offsets_of_positions(&l, &pos),
             inner: Inner::Range { start: 0, len: 1 },

@@ -1,7 +1,6 @@
 //! Joining and rearranging: `cat`, `stack` (+ h/v/d/column variants), `flip`, `roll`,
 //! `repeat`, `repeat_interleave`, `tile`, `meshgrid`, `tril`/`triu`, `diag`, `diag_embed`.
 
-use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::cpu::gather::{self as kern, DimMap, Plan};
 use crate::cpu::strided::PAR_THRESHOLD;
@@ -551,11 +550,13 @@ impl Tensor {
     }
 
     fn band(&self, k: i64, lower: bool, op: &str) -> Result<Tensor> {
-        cuda_via_host!("tril/triu", [self], |x| x.band(k, lower, op));
         if self.ndim() < 2 {
             return Err(Error::Runtime(format!(
                 "{op}: input tensor must have at least 2 dimensions"
             )));
+        }
+        if self.device().is_cuda() {
+            return crate::cuda::ops::band(self, k, lower);
         }
         let rows = self.shape()[self.ndim() - 2];
         let cols = self.shape()[self.ndim() - 1];

@@ -249,6 +249,19 @@ impl Tensor {
         Ok(from_i64s(v, &shape, out_dt))
     }
 
+    /// `self` (floating point) with NaN replaced by zero, and where the NaNs were: nansum and
+    /// nanmean as ops that have CUDA kernels.
+    fn nan_zeroed(&self) -> Result<(Tensor, Tensor)> {
+        use super::index::TensorOrScalar;
+        let nan = self.unary(super::UnaryOp::IsNan)?;
+        let zeroed = Tensor::where_raw(
+            &nan,
+            &TensorOrScalar::Scalar(crate::Scalar::Int(0)),
+            &TensorOrScalar::Tensor(self.clone()),
+        )?;
+        Ok((zeroed, nan))
+    }
+
     /// Sum treating NaN as zero (`nansum`); same as `sum` for integers.
     pub(crate) fn nansum_raw(
         &self,
@@ -256,10 +269,13 @@ impl Tensor {
         keepdim: bool,
         dtype: Option<DType>,
     ) -> Result<Tensor> {
-        cuda_via_host!("nansum", [self], |x| x.nansum_raw(dims, keepdim, dtype));
         let out_dt = dtype.unwrap_or(self.dtype());
         if !out_dt.is_floating_point() || !self.dtype().is_floating_point() {
             return self.sum(dims, keepdim, dtype);
+        }
+        if self.device().is_cuda() {
+            let (zeroed, _) = self.to_dtype(out_dt).nan_zeroed()?;
+            return zeroed.sum_raw(dims, keepdim, None);
         }
         let mask = reduce_mask(self.ndim(), dims)?;
         let shape = reduced_shape(self.shape(), &mask, keepdim);
@@ -275,9 +291,17 @@ impl Tensor {
         keepdim: bool,
         dtype: Option<DType>,
     ) -> Result<Tensor> {
-        cuda_via_host!("nanmean", [self], |x| x.nanmean_raw(dims, keepdim, dtype));
         let x = self.to_dtype(dtype.unwrap_or(self.dtype()));
         require_float("nanmean()", &x, "expected input to have")?;
+        if x.device().is_cuda() {
+            let (zeroed, nan) = x.nan_zeroed()?;
+            let total = zeroed.sum_raw(dims, keepdim, None)?;
+            let kept = nan
+                .unary(super::UnaryOp::LogicalNot)?
+                .to_dtype(x.dtype())
+                .sum_raw(dims, keepdim, None)?;
+            return total.binary(&kept, super::BinaryOp::Div);
+        }
         let mask = reduce_mask(self.ndim(), dims)?;
         let shape = reduced_shape(self.shape(), &mask, keepdim);
         let v = with_dtype!(x.dtype(), T, { run::<T, _>(&x, &mask, &k::NanMean)? });

@@ -233,8 +233,6 @@ impl Tensor {
         keepdim: bool,
         ignore_nan: bool,
     ) -> Result<(Tensor, Tensor)> {
-        cuda_via_host!("median", [self], |x| x
-            .median_impl(dim, keepdim, ignore_nan));
         let op = if ignore_nan { "nanmedian" } else { "median" };
         match dim {
             None => {
@@ -249,11 +247,15 @@ impl Tensor {
                         _ => Scalar::Float(f64::NAN),
                     };
                     return Ok((
-                        Tensor::full(&[], v, self.dtype()),
-                        Tensor::full(&[], Scalar::Int(0), DType::I64),
+                        Tensor::full(&[], v, self.dtype()).to_device(self.device())?,
+                        Tensor::full(&[], Scalar::Int(0), DType::I64).to_device(self.device())?,
                     ));
                 }
                 let flat = self.reshape(&[-1])?;
+                if self.device().is_cuda() {
+                    let (v, i) = flat.median_cuda(0, false, ignore_nan)?;
+                    return Ok((v.reshape(&[])?, i.reshape(&[])?));
+                }
                 with_dtype!(self.dtype(), T, {
                     let (v, i) = flat
                         .select_per_line::<T>(&flat, 0, false, |l| median_of_line(l, ignore_nan))?;
@@ -267,11 +269,63 @@ impl Tensor {
                         "{op}() cannot compute median for a dimension of size 0 because the operation does not have an identity"
                     )));
                 }
+                if x.device().is_cuda() {
+                    let (v, i) = x.median_cuda(d, keepdim, ignore_nan)?;
+                    if self.ndim() == 0 {
+                        return Ok((v.reshape(&[])?, i.reshape(&[])?));
+                    }
+                    return Ok((v, i));
+                }
                 with_dtype!(x.dtype(), T, {
                     self.select_per_line::<T>(&x, d, keepdim, |l| median_of_line(l, ignore_nan))
                 })
             }
         }
+    }
+
+    /// `median_impl` along `d` of a CUDA tensor (at least 1-d, lines not empty), from ops with
+    /// CUDA kernels: a stable sort of each line, then a gather at the median's position, or
+    /// at the first NaN's (NaN sorts last) when the line has one and NaN is not ignored.
+    fn median_cuda(&self, d: usize, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
+        use super::index::TensorOrScalar;
+        let n = self.shape()[d] as i64;
+        let (vals, idx) = self.sort_raw(d as i64, false)?;
+        let mut line_shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        line_shape[d] = 1;
+        let pos = if self.dtype().is_floating_point() {
+            let nans = self.unary(super::UnaryOp::IsNan)?.sum_raw(
+                Some(&[d as i64]),
+                true,
+                Some(DType::I64),
+            )?;
+            if ignore_nan {
+                // (valid - 1) / 2 over the non-NaN elements; 0 (a NaN) when there are none.
+                let valid_minus_one = nans.binary_scalar(Scalar::Int(n - 1), super::BinaryOp::Sub, true)?;
+                valid_minus_one
+                    .binary_scalar(Scalar::Int(0), super::BinaryOp::Maximum, false)?
+                    .binary_scalar(Scalar::Int(2), super::BinaryOp::FloorDiv, false)?
+            } else {
+                let first_nan = nans.binary_scalar(Scalar::Int(n), super::BinaryOp::Sub, true)?;
+                let has_nan = nans.binary_scalar(Scalar::Int(0), super::BinaryOp::Gt, false)?;
+                Tensor::where_raw(
+                    &has_nan,
+                    &TensorOrScalar::Tensor(first_nan),
+                    &TensorOrScalar::Scalar(Scalar::Int((n - 1) / 2)),
+                )?
+            }
+        } else {
+            Tensor::full(&[], Scalar::Int((n - 1) / 2), DType::I64)
+                .to_device(self.device())?
+                .reshape(&vec![1; line_shape.len()])?
+                .broadcast_to(&line_shape.iter().map(|&s| s as usize).collect::<Vec<_>>())?
+                .contiguous()
+        };
+        let (v, i) = (vals.gather_raw(d as i64, &pos)?, idx.gather_raw(d as i64, &pos)?);
+        if keepdim {
+            return Ok((v, i));
+        }
+        let dims = [d as i64];
+        Ok((v.squeeze(Some(&dims))?, i.squeeze(Some(&dims))?))
     }
 
     /// Lower median of all elements (NaN if any is NaN), as a 0-d tensor.

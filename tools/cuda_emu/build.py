@@ -106,7 +106,8 @@ def main() -> int:
     for lib, srcs in libs.items():
         target = out / lib
         if newer(target, *srcs, EMU / "ft_emu.h", EMU / "ft_emu_runtime.h"):
-            subprocess.run([CXX, *FLAGS, *LIB_OPT.get(lib, OPT), "-shared", f"-Wl,-soname,{lib}", "-o", str(target),
+            opt = LIB_OPT.get(lib, OPT)
+            subprocess.run([CXX, *FLAGS, *opt, "-shared", f"-Wl,-soname,{lib}", "-o", str(target),
                             *map(str, srcs), "-lpthread"], check=True)
     print(f"CUDA emulator: {len(seen)} kernels from {len(files)} files in {out}")
     return 0
