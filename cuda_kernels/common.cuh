@@ -186,6 +186,40 @@ __device__ __forceinline__ void atomic_add(bool* p, bool v) {
     if (v) *(volatile bool*)p = true;  // bool "add" is logical or; racing writers agree
 }
 
+// Atomic read-modify-write `*addr = f(*addr)` for any 1-, 2-, 4- or 8-byte type: a CAS loop on
+// the aligned word holding the element (f must be pure: it may run several times).
+template <typename T, typename F> __device__ __forceinline__ void atomic_update(T* addr, F f) {
+    if constexpr (sizeof(T) == 8) {
+        unsigned long long* a = (unsigned long long*)addr;
+        unsigned long long old = *a, assumed;
+        do {
+            assumed = old;
+            T cur, next;
+            memcpy(&cur, &assumed, 8);
+            next = f(cur);
+            unsigned long long bits;
+            memcpy(&bits, &next, 8);
+            old = atomicCAS(a, assumed, bits);
+        } while (assumed != old);
+    } else {
+        unsigned int* base = (unsigned int*)((size_t)addr & ~(size_t)3);
+        const unsigned int shift = ((size_t)addr & 3) * 8;
+        const unsigned int mask =
+            sizeof(T) == 4 ? 0xffffffffu : ((sizeof(T) == 1 ? 0xffu : 0xffffu) << shift);
+        unsigned int old = *base, assumed;
+        do {
+            assumed = old;
+            unsigned int word = (assumed & mask) >> shift;
+            T cur;
+            memcpy(&cur, &word, sizeof(T));
+            T next = f(cur);
+            unsigned int bits = 0;
+            memcpy(&bits, &next, sizeof(T));
+            old = atomicCAS(base, assumed, (assumed & ~mask) | (bits << shift));
+        } while (assumed != old);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Warp / block reductions (blockDim.x must be a multiple of 32, at most 1024).
 // ---------------------------------------------------------------------------------------------

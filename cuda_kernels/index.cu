@@ -32,6 +32,10 @@
 //       cat along dim d: view src as (rows, src_cols) with src_cols = prod(src.shape[d:]),
 //       out as (rows, out_cols); out[r, col_offset + c] = src[r, c]; col_offset = (sum of the
 //       previous inputs' size on d) * prod(shape[d+1:]). One launch per input; n = numel(src).
+//   scatter_reduce_{prod,amax,amin}_<dt>(T* dst, const long long* off, const T* vals,
+//               long long n)
+//       dst[off[i]] = op(dst[off[i]], vals[i]) for i < n (offsets into dst's storage, vals
+//       contiguous), atomically, so repeated offsets combine; amax/amin keep NaN, as the CPU.
 #include "common.cuh"
 
 __device__ __forceinline__ bool wrap_index(long long& j, long long size) {
@@ -185,3 +189,39 @@ __device__ __forceinline__ void index_add_kernel(T* out, const StridedLayout& ol
     }
 
 FT_FOR_ALL(FT_INDEX, _)
+
+struct CombineProd {
+    template <typename A> __device__ __forceinline__ A operator()(A cur, A x) const {
+        return cur * x;
+    }
+};
+struct CombineMax {
+    template <typename A> __device__ __forceinline__ A operator()(A cur, A x) const {
+        return (!ft_isnan(cur) && (ft_isnan(x) || x > cur)) ? x : cur;
+    }
+};
+struct CombineMin {
+    template <typename A> __device__ __forceinline__ A operator()(A cur, A x) const {
+        return (!ft_isnan(cur) && (ft_isnan(x) || x < cur)) ? x : cur;
+    }
+};
+
+template <typename T, typename Op>
+__device__ __forceinline__ void scatter_reduce_offsets(T* dst, const long long* off,
+                                                       const T* vals, long long n) {
+    Op op;
+    FT_GRID_STRIDE(i, n) {
+        const auto x = to_acc(vals[i]);
+        atomic_update(dst + off[i], [&](T cur) { return from_acc<T>(op(to_acc(cur), x)); });
+    }
+}
+
+#define FT_SCATTER_REDUCE(name, Op, sfx, T)                                                   \
+    extern "C" __global__ void scatter_reduce_##name##_##sfx(T* dst, const long long* off,    \
+                                                             const T* vals, long long n) {    \
+        scatter_reduce_offsets<T, Op>(dst, off, vals, n);                                     \
+    }
+
+FT_FOR_NUMERIC(FT_SCATTER_REDUCE, prod, CombineProd)
+FT_FOR_NUMERIC(FT_SCATTER_REDUCE, amax, CombineMax)
+FT_FOR_NUMERIC(FT_SCATTER_REDUCE, amin, CombineMin)

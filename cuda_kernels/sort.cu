@@ -188,3 +188,35 @@ __device__ void sort_block_smem(T* __restrict__ keys, long long* __restrict__ id
     }
 
 FT_FOR_ALL(FT_SORT, _)
+
+// searchsorted_<dt>(const T* seq, const T* vals, long long* out, long long n, long long m,
+//                   long long per_line, int right)
+//     out[j] = the first index i of the sorted (ascending, NaN last) row of seq that holds
+//     vals[j] (per_line values share one row of m boundaries; per_line == 0: one row for
+//     all) with seq[i] >= v (right == 0) or seq[i] > v (right != 0). Both contiguous.
+template <typename A> __device__ __forceinline__ bool lt_nan_last(A a, A b) {
+    if (ft_isnan(a)) return false;
+    if (ft_isnan(b)) return true;
+    return a < b;
+}
+
+#define FT_SEARCHSORTED(unused, sfx, T)                                                       \
+    extern "C" __global__ void searchsorted_##sfx(const T* __restrict__ seq,                  \
+                                                  const T* __restrict__ vals,                 \
+                                                  long long* __restrict__ out, long long n,   \
+                                                  long long m, long long per_line, int right) { \
+        FT_GRID_STRIDE(j, n) {                                                                \
+            const T* row = seq + (per_line > 0 ? (j / per_line) * m : 0);                     \
+            const auto v = to_acc(vals[j]);                                                   \
+            long long lo = 0, hi = m;                                                         \
+            while (lo < hi) {                                                                 \
+                const long long mid = lo + (hi - lo) / 2;                                     \
+                const auto e = to_acc(row[mid]);                                              \
+                const bool go_right = right ? !lt_nan_last(v, e) : lt_nan_last(e, v);         \
+                if (go_right) lo = mid + 1; else hi = mid;                                    \
+            }                                                                                 \
+            out[j] = lo;                                                                      \
+        }                                                                                     \
+    }
+
+FT_FOR_NUMERIC(FT_SEARCHSORTED, _)

@@ -52,3 +52,11 @@ pub(crate) fn scatter_offsets(
 ) -> Result<()> {
     Err(unavailable())
 }
+pub(crate) fn combine_offsets(
+    _dst: &Tensor,
+    _offsets: Vec<usize>,
+    _values: &Tensor,
+    _op: &str,
+) -> Result<()> {
+    Err(unavailable())
+}

@@ -36,3 +36,13 @@ pub(crate) fn sort_rows(
 ) -> Result<(Tensor, Tensor)> {
     Err(Error::DeviceUnavailable(Device::Cuda(0)))
 }
+pub(crate) fn searchsorted(
+    _seq: &Tensor,
+    _values: &Tensor,
+    _m: usize,
+    _per_line: usize,
+    _right: bool,
+    _shape: &[usize],
+) -> Result<Tensor> {
+    Err(unavailable())
+}

@@ -204,3 +204,35 @@ pub(crate) fn scatter_offsets(
     dst.storage().bump_version();
     launch!(dev, KernelFile::Index, name, elementwise(n); sp, sl, ip, il, o, ol, dim32, n64)
 }
+
+/// In place: `dst.storage[offsets[i]] = op(dst.storage[offsets[i]], values[i])` for `op` in
+/// "prod" / "amax" / "amin" (scatter_reduce), atomically, so repeated offsets combine;
+/// `values` in offset order (cast to `dst`'s dtype).
+pub(crate) fn combine_offsets(
+    dst: &Tensor,
+    offsets: Vec<usize>,
+    values: &Tensor,
+    op: &str,
+) -> Result<()> {
+    let n = offsets.len();
+    if n == 0 {
+        return Ok(());
+    }
+    if values.numel() != n {
+        return Err(Error::Runtime(format!(
+            "scatter_reduce: {} values for {n} indexed elements",
+            values.numel()
+        )));
+    }
+    let vals = contiguous(&cast(
+        &on_device(values, dst, "scatter_reduce")?,
+        dst.dtype(),
+    )?)?;
+    let idx = offsets_tensor(offsets, dst)?;
+    let dev = dev_of(dst)?;
+    let sp = ptr(&vals)? + (vals.storage_offset() * vals.dtype().size()) as u64;
+    let (ip, o, n64) = (ptr(&idx)?, ptr(dst)?, n as i64);
+    let name = format!("scatter_reduce_{op}_{}", dtype_suffix(dst.dtype()));
+    dst.storage().bump_version();
+    launch!(dev, KernelFile::Index, name, elementwise(n); o, ip, sp, n64)
+}

@@ -265,3 +265,31 @@ pub(crate) fn sort_rows(
     launch!(dev, KernelFile::Sort, name, elementwise(rows * n); kp, xip, vp, ip, r64, n64, p64)?;
     Ok((values, indices))
 }
+
+/// For each of the `n` values, its insertion index into its row of `m` sorted boundaries
+/// (`per_line` values per row; 0: a single row for all), as int64 of `shape`. `seq` and
+/// `values` share a dtype.
+pub(crate) fn searchsorted(
+    seq: &Tensor,
+    values: &Tensor,
+    m: usize,
+    per_line: usize,
+    right: bool,
+    shape: &[usize],
+) -> Result<Tensor> {
+    let out = empty(ordinal_of(values)?, shape, crate::DType::I64)?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let (s, v) = (contiguous(seq)?, contiguous(values)?);
+    let dev = dev_of(&v)?;
+    let size = v.dtype().size() as u64;
+    let sp = ptr(&s)? + s.storage_offset() as u64 * size;
+    let vp = ptr(&v)? + v.storage_offset() as u64 * size;
+    let o = ptr(&out)?;
+    let (n64, m64, p64, right) = (n as i64, m as i64, per_line as i64, right as i32);
+    let name = format!("searchsorted_{}", dtype_suffix(v.dtype()));
+    launch!(dev, KernelFile::Sort, name, elementwise(n); sp, vp, o, n64, m64, p64, right)?;
+    Ok(out)
+}

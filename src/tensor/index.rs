@@ -95,6 +95,17 @@ impl R {
     }
 }
 
+/// (lowest, highest) value of an integer dtype.
+fn int_limits(dt: DType) -> (i64, i64) {
+    match dt {
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        DType::U8 => (0, u8::MAX.into()),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
 /// An advanced index, applying to dims of the basic-indexed view.
 enum Adv {
     /// An integer index tensor for one dim.
@@ -1137,8 +1148,6 @@ impl Tensor {
         reduce: &str,
         include_self: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("scatter_reduce", [self, index, src], |x, i, s| x
-            .scatter_reduce_raw(dim, &i, &s, reduce, include_self));
         let r = match reduce {
             "sum" => R::Sum,
             "prod" => R::Prod,
@@ -1158,6 +1167,14 @@ impl Tensor {
                 src.dtype()
             )));
         }
+        if let Some(device) = super::host_fallback::cuda_device(&[self, index, src]) {
+            super::host_fallback::check_devices("scatter_reduce", device, &[self, index, src])?;
+            if self.dtype() != DType::Bool {
+                return self.scatter_reduce_cuda(dim, index, src, r, include_self);
+            }
+        }
+        cuda_via_host!("scatter_reduce", [self, index, src], |x, i, s| x
+            .scatter_reduce_raw(dim, &i, &s, reduce, include_self));
         // Work on a contiguous copy, so storage offsets are element positions.
         let out = self.clone_data();
         let (plan, vals) = out.scatter_parts(dim, index, src, "scatter_reduce")?;
@@ -1187,6 +1204,65 @@ impl Tensor {
                 }
             }
         });
+        Ok(out)
+    }
+
+    /// `scatter_reduce_raw` of a CUDA tensor (numeric dtypes): the CPU's plan of destination
+    /// offsets, then atomic kernels. Without `include_self` the written positions start from
+    /// the reduction's identity; mean divides by the per-position count afterwards.
+    fn scatter_reduce_cuda(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        r: R,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        use crate::cuda::index_ops::{combine_offsets, scatter_offsets};
+        let dt = self.dtype();
+        let out = self.clone_data();
+        let (plan, vals) = out.scatter_parts(dim, index, src, "scatter_reduce")?;
+        let offsets = plan.outer;
+        let k = offsets.len();
+        if k == 0 {
+            return Ok(out);
+        }
+        let constant = |v: Scalar| Tensor::scalar(v, dt).broadcast_to(&[k]);
+        if !include_self {
+            let identity = match (r, dt.is_floating_point()) {
+                (R::Sum | R::Mean, _) => Scalar::Int(0),
+                (R::Prod, _) => Scalar::Int(1),
+                (R::Max, true) => Scalar::Float(f64::NEG_INFINITY),
+                (R::Min, true) => Scalar::Float(f64::INFINITY),
+                (R::Max, false) => Scalar::Int(int_limits(dt).0),
+                (R::Min, false) => Scalar::Int(int_limits(dt).1),
+            };
+            scatter_offsets(&out, offsets.clone(), &constant(identity)?, false)?;
+        }
+        match r {
+            R::Sum => scatter_offsets(&out, offsets, &vals, true)?,
+            R::Prod => combine_offsets(&out, offsets, &vals, "prod")?,
+            R::Max => combine_offsets(&out, offsets, &vals, "amax")?,
+            R::Min => combine_offsets(&out, offsets, &vals, "amin")?,
+            R::Mean => {
+                scatter_offsets(&out, offsets.clone(), &vals, true)?;
+                // Elements per position (self counts once with include_self); positions that
+                // received nothing divide by 1.
+                let count = Tensor::full(out.shape(), Scalar::Int(include_self as i64), DType::I64)
+                    .to_device(out.device())?;
+                let ones = Tensor::scalar(Scalar::Int(1), DType::I64).broadcast_to(&[k])?;
+                scatter_offsets(&count, offsets, &ones, true)?;
+                let count = count.binary_scalar(Scalar::Int(1), super::BinaryOp::Maximum, false)?;
+                return if dt.is_floating_point() {
+                    out.binary(&count.to_dtype(dt), super::BinaryOp::Div)
+                } else {
+                    Ok(out
+                        .to_dtype(DType::I64)
+                        .binary(&count, super::BinaryOp::FloorDiv)?
+                        .to_dtype(dt))
+                };
+            }
+        }
         Ok(out)
     }
 

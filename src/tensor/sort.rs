@@ -409,7 +409,11 @@ impl Tensor {
         return_counts: bool,
         dim: Option<i64>,
     ) -> Result<Unique> {
-        cuda_via_host!("unique", [self], |x| x.unique_impl(
+        if self.device().is_cuda() && (dim.is_none() || self.ndim() <= 1) {
+            // (With at most one dim, `unique(dim=0)` is the elementwise unique.)
+            return self.unique_cuda(consecutive, return_inverse, return_counts);
+        }
+        cuda_via_host!("unique_dim", [self], |x| x.unique_impl(
             consecutive,
             return_inverse,
             return_counts,
@@ -503,6 +507,69 @@ impl Tensor {
         })
     }
 
+    /// `unique_impl` of a CUDA tensor over its elements: sort on the device (unless
+    /// `consecutive`), compare neighbours, and read back only where the runs start (the
+    /// output's size must be known on the host, as in PyTorch). NaNs are all distinct, as on
+    /// the CPU.
+    fn unique_cuda(
+        &self,
+        consecutive: bool,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<Unique> {
+        let device = self.device();
+        let flat = self.reshape(&[-1])?;
+        let n = flat.numel();
+        let (sorted, perm) = if consecutive || n <= 1 {
+            (flat, None)
+        } else {
+            let (v, i) = flat.sort_raw(0, false)?;
+            (v, Some(i))
+        };
+        // new_run[i]: sorted[i + 1] starts a new run.
+        let m = n.saturating_sub(1) as i64;
+        let new_run = sorted
+            .narrow(0, 1, m)?
+            .binary(&sorted.narrow(0, 0, m)?, super::BinaryOp::Ne)?;
+        let flags = new_run.to_vec::<bool>()?;
+        let mut starts: Vec<i64> = if n > 0 { vec![0] } else { vec![] };
+        starts.extend(flags.iter().enumerate().filter(|(_, &f)| f).map(|(i, _)| i as i64 + 1));
+        let u = starts.len();
+        let to_dev = |v: Vec<i64>| Tensor::from_vec_unchecked(v, &[u]).to_device(device);
+        let values = sorted.index_select_raw(0, &to_dev(starts.clone())?)?;
+        let inverse = if return_inverse {
+            // Run number of each sorted element: 0, then the running count of new runs.
+            let group = Tensor::full(&[n], Scalar::Int(0), DType::I64).to_device(device)?;
+            if n > 1 {
+                let runs = new_run.to_dtype(DType::I64).cumsum_raw(0, None)?;
+                group.narrow(0, 1, m)?.copy_raw(&runs)?;
+            }
+            let inv = match perm {
+                None => group,
+                Some(p) => {
+                    let inv = Tensor::full(&[n], Scalar::Int(0), DType::I64).to_device(device)?;
+                    inv.scatter_raw_(0, &p, &super::index::TensorOrScalar::Tensor(group))?;
+                    inv
+                }
+            };
+            let shape: Vec<i64> = self.shape().iter().map(|&d| d as i64).collect();
+            Some(inv.reshape(&shape)?)
+        } else {
+            None
+        };
+        let counts = if return_counts {
+            let ends = starts.iter().skip(1).copied().chain(std::iter::once(n as i64));
+            Some(to_dev(ends.zip(&starts).map(|(e, &b)| e - b).collect())?)
+        } else {
+            None
+        };
+        Ok(Unique {
+            values,
+            inverse,
+            counts,
+        })
+    }
+
     // ------------------------------------------------------------------ searching, counting
 
     /// For each element of `values`, the index where it would be inserted into the sorted
@@ -523,8 +590,15 @@ impl Tensor {
                 Some(&s)
             ));
         }
-        cuda_via_host!("searchsorted", [self, values], |x, v| x
-            .searchsorted(&v, right, out_int32, None));
+        // On CUDA without a sorter: the checks below, then the searchsorted kernel.
+        let cuda = super::host_fallback::cuda_device(&[self, values]);
+        if promote_types(self.dtype(), values.dtype()) == DType::Bool {
+            // (no bool kernel)
+            cuda_via_host!("searchsorted", [self, values], |x, v| x
+                .searchsorted(&v, right, out_int32, None));
+        } else if let Some(device) = cuda {
+            super::host_fallback::check_devices("searchsorted", device, &[self, values])?;
+        }
         let seq = self;
         if seq.ndim() == 0 {
             return Err(Error::Runtime(
@@ -571,6 +645,21 @@ impl Tensor {
         } else {
             values.shape()[nd - 1]
         };
+        if let Some(device) = cuda {
+            let out = crate::cuda::reduce_ops::searchsorted(
+                &seq.to_dtype(common).to_device(device)?,
+                &values.to_dtype(common).to_device(device)?,
+                m,
+                if nd == 1 { 0 } else { per_line },
+                right,
+                values.shape(),
+            )?;
+            return Ok(if out_int32 {
+                out.to_dtype(DType::I32)
+            } else {
+                out
+            });
+        }
         let idx: Vec<i64> = with_dtype!(common, T, {
             let s = seq.to_dtype(common).to_vec::<T>()?;
             let v = values.to_dtype(common).to_vec::<T>()?;
@@ -610,11 +699,10 @@ impl Tensor {
 
     /// Count occurrences of each non-negative integer (optionally weighted).
     pub fn bincount(&self, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
-        if let Some(w) = weights {
-            cuda_via_host!("bincount", [self, w], |x, w| x
-                .bincount(Some(&w), minlength));
+        if let Some(device) = super::host_fallback::cuda_device(&[self]) {
+            let w: Vec<&Tensor> = weights.into_iter().collect();
+            super::host_fallback::check_devices("bincount", device, &[&[self], &w[..]].concat())?;
         }
-        cuda_via_host!("bincount", [self], |x| x.bincount(None, minlength));
         if self.dtype().is_floating_point() || self.dtype() == DType::Bool {
             return Err(Error::UnsupportedDType {
                 op: "bincount_cpu",
@@ -643,6 +731,21 @@ impl Tensor {
             ));
         }
         let len = (x.iter().copied().max().map_or(0, |m| m as usize + 1)).max(minlength as usize);
+        if self.device().is_cuda() {
+            // The values were read back for the length (as PyTorch does); the counting is
+            // atomic adds on the device.
+            let out_dt = match weights {
+                None => DType::I64,
+                Some(w) if w.dtype() == DType::F32 => DType::F32,
+                Some(_) => DType::F64,
+            };
+            let out = Tensor::zeros(&[len], out_dt).to_device(self.device())?;
+            let ones = Tensor::scalar(Scalar::Int(1), out_dt).broadcast_to(&[x.len()])?;
+            let offsets: Vec<usize> = x.iter().map(|&v| v as usize).collect();
+            let vals = weights.map_or(ones, |w| w.to_dtype(out_dt));
+            crate::cuda::index_ops::scatter_offsets(&out, offsets, &vals, true)?;
+            return Ok(out);
+        }
         match weights {
             None => {
                 let mut c: Vec<i64> = zeroed(len)?;
@@ -670,7 +773,6 @@ impl Tensor {
     /// Histogram with `bins` equal-width bins over `[min, max]` (the data's range when
     /// `min == max`); elements outside are ignored.
     pub fn histc(&self, bins: i64, min: f64, max: f64) -> Result<Tensor> {
-        cuda_via_host!("histc", [self], |x| x.histc(bins, min, max));
         if !self.dtype().is_floating_point() {
             return Err(Error::UnsupportedDType {
                 op: "histogram_cpu",
@@ -707,6 +809,9 @@ impl Tensor {
         drop(zeroed::<f64>(nb.saturating_mul(2))?);
         let cd = self.dtype().compute_dtype();
         let x = self.to_dtype(cd);
+        if x.device().is_cuda() {
+            return x.histc_cuda(nb, lo, hi, self.dtype());
+        }
         let counts: Vec<f64> = crate::with_float_dtype!(
             cd,
             T,
@@ -745,6 +850,44 @@ impl Tensor {
             unreachable!("compute dtype is f32 or f64")
         );
         Ok(Tensor::from_vec_unchecked(counts, &[nb]).to_dtype(self.dtype()))
+    }
+}
+
+impl Tensor {
+    /// `histc` of a float32/float64 CUDA tensor over [lo, hi] (checked): each element's bin
+    /// computed on the device with the CPU's formula in the same dtype, `(e - lo) * bins /
+    /// (hi - lo)` truncated (the top edge goes to the last bin), then counted by atomic adds
+    /// into a float64 histogram, returned as `out_dt`.
+    fn histc_cuda(&self, nb: usize, lo: f64, hi: f64, out_dt: DType) -> Result<Tensor> {
+        use super::BinaryOp as B;
+        // lo, hi and their difference rounded to the compute dtype, as the CPU's `as T`.
+        let (l, r) = if self.dtype() == DType::F32 {
+            (lo as f32 as f64, hi as f32 as f64)
+        } else {
+            (lo, hi)
+        };
+        let width = if self.dtype() == DType::F32 {
+            (r as f32 - l as f32) as f64
+        } else {
+            r - l
+        };
+        let f = |v: f64| Scalar::Float(v);
+        let inside = self
+            .binary_scalar(f(l), B::Ge, false)?
+            .binary(&self.binary_scalar(f(r), B::Le, false)?, B::LogicalAnd)?;
+        let pos = self
+            .binary_scalar(f(l), B::Sub, false)?
+            .binary_scalar(f(nb as f64), B::Mul, false)?
+            .binary_scalar(f(width), B::Div, false)?
+            .masked_select_raw(&inside)?
+            .to_dtype(DType::I64)
+            .binary_scalar(Scalar::Int(nb as i64 - 1), B::Minimum, false)?;
+        let counts = Tensor::zeros(&[nb], DType::F64).to_device(self.device())?;
+        let ones = Tensor::scalar(Scalar::Int(1), DType::F64)
+            .to_device(self.device())?
+            .broadcast_to(pos.shape())?;
+        counts.scatter_add_raw_(0, &pos, &ones)?;
+        Ok(counts.to_dtype(out_dt))
     }
 }
 

@@ -371,3 +371,70 @@ def test_median_gradient_matches_cpu():
         grads[dev] = (x.grad, y.grad)
     for want, got in zip(grads["cpu"], grads["cuda"]):
         same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64,
+                                   torch.uint8, torch.bool])
+def test_unique_matches_cpu(dtype):
+    rng = np.random.default_rng(41)
+    a = rng.integers(0, 5, (3, 8)).astype(np.float64)
+    if dtype.is_floating_point:
+        a[0, 2] = a[2, 5] = np.nan  # each NaN is its own value
+    x = torch.from_numpy(a).to(dtype) if dtype != torch.bool else torch.from_numpy(a > 2)
+    g = x.cuda()
+    for view_c, view_g in ((x, g), (x.t(), g.t()), (x[1], g[1]), (x[0, 0], g[0, 0]),
+                           (x[:0], g[:0])):
+        for kw in ({}, {"return_inverse": True}, {"return_counts": True},
+                   {"return_inverse": True, "return_counts": True}):
+            got, want = torch.unique(view_g, **kw), torch.unique(view_c, **kw)
+            for gg, ww in zip(got if kw else [got], want if kw else [want]):
+                same(gg, ww)
+            got = torch.unique_consecutive(view_g, **kw)
+            want = torch.unique_consecutive(view_c, **kw)
+            for gg, ww in zip(got if kw else [got], want if kw else [want]):
+                same(gg, ww)
+    v, inv = torch.unique(g[1], dim=0, return_inverse=True)
+    vc, invc = torch.unique(x[1], dim=0, return_inverse=True)
+    same(v, vc)
+    same(inv, invc)
+    not_via_host("unique")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.int16, torch.int8,
+                                   torch.uint8])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_matches_cpu(dtype, reduce, include_self):
+    rng = np.random.default_rng(43)
+    lo = 1 if dtype == torch.uint8 else -3
+    base = torch.from_numpy(rng.integers(lo, 4, (4, 5))).to(dtype)
+    src = torch.from_numpy(rng.integers(lo, 4, (6, 5))).to(dtype)
+    if dtype.is_floating_point and reduce in ("amax", "amin"):
+        src[2, 1] = float("nan")  # NaN wins, as on the CPU
+    idx = torch.from_numpy(rng.integers(0, 3, (6, 5)))  # row 3 never written; repeats
+    for d, (b, s, i) in enumerate([(base, src, idx), (base.t(), src.t(), idx.t())]):
+        want = b.scatter_reduce(d, i, s, reduce, include_self=include_self)
+        got = b.cuda().scatter_reduce(d, i.cuda(), s.cuda(), reduce, include_self=include_self)
+        same(got, want)
+    want = base.scatter_reduce(0, idx[:2, :3], src, reduce, include_self=include_self)
+    got = base.cuda().scatter_reduce(0, idx[:2, :3].cuda(), src.cuda(), reduce,
+                                     include_self=include_self)
+    same(got, want)
+    not_via_host("scatter_reduce")
+
+
+def test_scatter_reduce_gradients_match_cpu():
+    rng = np.random.default_rng(47)
+    a, s0 = rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
+    idx = torch.from_numpy(rng.integers(0, 3, (5, 4)))
+    for reduce in ("sum", "mean", "amax", "prod"):
+        grads = {}
+        for dev in ("cpu", "cuda"):
+            x = torch.tensor(a, device=dev, requires_grad=True)
+            s = torch.tensor(s0, device=dev, requires_grad=True)
+            y = x.scatter_reduce(0, idx.to(dev), s, reduce, include_self=reduce != "amax")
+            (y * torch.arange(12.0, dtype=torch.float64, device=dev).view(3, 4)).sum().backward()
+            grads[dev] = (x.grad, s.grad)
+        for want, got in zip(grads["cpu"], grads["cuda"]):
+            same(got, want)
