@@ -256,7 +256,9 @@ def _to(self, *args, memory_format=None, **kwargs):
             if conv is view or _is_alias(conv, view):
                 return self  # no conversion: PyTorch returns the tensor itself
             out = conv.permute(*_inverse(perm))
-            return out if out.stride() == strides else out.as_strided(sizes, strides)
+            # (strides of size-1 dims can still differ: re-stride the contiguous result, the
+            # view of it that as_strided can differentiate)
+            return out if out.stride() == strides else conv.as_strided(sizes, strides)
     out = _orig_to(self, *args, **kwargs) if args or kwargs else self
     if out is not self and _is_alias(out, self):
         out = self  # no conversion: PyTorch returns the tensor itself
@@ -289,15 +291,62 @@ def _dim_order(self, *, ambiguity_check=False):
     return tuple(sorted(range(self.dim()), key=lambda d: -strides[d]))
 
 
+_orig_cuda = Tensor.cuda
+_orig_cpu = Tensor.cpu
+
+
+def _moved(self, move, memory_format):
+    """``move(t)`` (the native ``.cuda``/``.cpu``), laid out as PyTorch's copy to another device
+    is: ``preserve_format`` keeps the strides of a dense non-contiguous input (a transposed
+    tensor stays transposed), as ``to()`` does."""
+    if memory_format is None or memory_format is preserve_format:
+        _check_format(memory_format)
+        if _orig_is_contiguous(self):
+            return move(self)
+        sizes, strides = tuple(self.shape), self.stride()
+        if _non_overlapping_and_dense(sizes, strides):
+            # Move the dense permutation (a contiguous view) and permute back: one copy that
+            # lands in the input's strides.
+            perm = sorted(range(len(sizes)), key=lambda d: -strides[d])
+            view = self.permute(*perm)
+            moved = move(view)
+            if moved is view:
+                return self  # already there: PyTorch returns the tensor itself
+            out = moved.permute(*_inverse(perm))
+            return out if out.stride() == strides else moved.as_strided(sizes, strides)
+        out = move(self)
+        fmt = _suggest(self)
+        return out if fmt is contiguous_format or out is self else _to_format(out, fmt, False)
+    _check_format(memory_format)
+    out = move(self)
+    if memory_format is contiguous_format:
+        return _orig_contiguous(out)
+    return _to_format(out, memory_format, False)
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
+    """``Tensor.cuda()``: a copy on the GPU (``self`` when already there); ``preserve_format``
+    (the default) keeps dense strides."""
+    return _moved(self, lambda t: _orig_cuda(t, device, non_blocking), memory_format)
+
+
+def _cpu(self, memory_format=preserve_format):
+    """``Tensor.cpu()``: a copy in CPU memory (``self`` when already there);
+    ``preserve_format`` (the default) keeps dense strides."""
+    return _moved(self, _orig_cpu, memory_format)
+
+
 Tensor.contiguous = _contiguous
 Tensor.is_contiguous = _is_contiguous
 Tensor.clone = _clone
 Tensor.to = _to
+Tensor.cuda = _cuda
+Tensor.cpu = _cpu
 Tensor.dim_order = _dim_order
 Tensor.layout = property(lambda self: strided, doc="The tensor's layout: ``torch.strided``.")
 
 for _n, _f in (("contiguous", _contiguous), ("is_contiguous", _is_contiguous),
-               ("clone", _clone), ("to", _to)):
+               ("clone", _clone), ("to", _to), ("cuda", _cuda), ("cpu", _cpu)):
     _f.__name__ = _f.__qualname__ = _n
 
 
