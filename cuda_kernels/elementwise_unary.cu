@@ -41,9 +41,9 @@ struct AbsOp {
     __device__ __forceinline__ double operator()(double x) const { return fabs(x); }
     __device__ __forceinline__ unsigned char operator()(unsigned char x) const { return x; }
 };
-struct SignOp {  // NaN stays NaN
+struct SignOp {  // sign(NaN) is 0, as on the CPU and in PyTorch
     template <typename A> __device__ __forceinline__ A operator()(A x) const {
-        if (ft_isnan(x)) return x;
+        if (ft_isnan(x)) return A(0);
         return A((x > A(0)) - (x < A(0)));
     }
 };

@@ -295,6 +295,7 @@ pub(crate) fn unary(t: &Tensor, op: UnaryOp) -> Result<Tensor> {
     use UnaryOp::*;
     let dt = t.dtype();
     match op {
+        Square if dt == DType::Bool => return unary(&cast(t, DType::I64)?, Square),
         Square => return binary(t, t, BinaryOp::Mul, dt),
         IsNan | IsInf | IsFinite | IsPosInf | IsNegInf if !dt.is_floating_point() => {
             return full(
@@ -328,8 +329,8 @@ pub(crate) fn unary(t: &Tensor, op: UnaryOp) -> Result<Tensor> {
         }
         if matches!(op, Neg | Abs | Sign | Relu) {
             if dt == DType::Bool {
-                if matches!(op, Abs | Relu) {
-                    return Ok(t.clone_data());
+                if matches!(op, Abs | Relu | Sign) {
+                    return Ok(t.clone_data()); // identities on {false, true}
                 }
                 return Err(Error::UnsupportedDType {
                     op: op.name(),
@@ -525,6 +526,11 @@ pub(crate) fn reduce_dim(t: &Tensor, dim: usize, r: Reduction) -> Result<(Tensor
         )));
     }
     if dt == DType::Bool {
+        if matches!(r, Reduction::Max | Reduction::Min) {
+            // max/min of bools: of the same values as uint8.
+            let (v, i) = reduce_dim(&cast(t, DType::U8)?, dim, r)?;
+            return Ok((cast(&v, DType::Bool)?, i));
+        }
         return Err(not_implemented(r.kernel(), t));
     }
     let x = contiguous(t)?;
@@ -782,6 +788,15 @@ pub(crate) fn where_(cond: &Tensor, x: &Tensor, y: &Tensor, shape: &[usize]) -> 
 
 /// Rows of `x` (at least 1-d) at `index` (validated by the caller) along `dim`.
 pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
+    if x.ndim() > super::launch::MAX_DIMS {
+        // More dims than a kernel layout holds: as (outer, size, inner) of a contiguous copy.
+        let (outer, size, inner) = outer_dim_inner(x.shape(), dim);
+        let x3 = contiguous(x)?.reshape_contiguous(&[outer, size, inner]);
+        let r = index_select(&x3, 1, index)?;
+        let mut shape = x.shape().to_vec();
+        shape[dim] = r.shape()[1];
+        return Ok(r.reshape_contiguous(&shape));
+    }
     let idx = contiguous(&index_on_device(index, x)?)?;
     let nidx = idx.numel();
     let mut shape = x.shape().to_vec();

@@ -1258,7 +1258,7 @@ pub fn rms_norm_backward(
     rstd: &Tensor,
     need: [bool; 3],
 ) -> Result<NormGrads> {
-    let zeros = Tensor::zeros(rstd.shape(), rstd.dtype());
+    let zeros = Tensor::zeros(rstd.shape(), rstd.dtype()).to_device(rstd.device())?;
     rows_backward_op(
         grad_out,
         input,

@@ -103,9 +103,11 @@ fn part(t: &Tensor, k: usize, h: usize) -> Result<Tensor> {
     t.narrow(1, (k * h) as i64, h as i64)
 }
 
-fn or_zeros(g: Option<&Tensor>, like: &Tensor) -> Tensor {
-    g.cloned()
-        .unwrap_or_else(|| Tensor::zeros(like.shape(), like.dtype()))
+fn or_zeros(g: Option<&Tensor>, like: &Tensor) -> Result<Tensor> {
+    match g {
+        Some(g) => Ok(g.clone()),
+        None => Tensor::zeros(like.shape(), like.dtype()).to_device(like.device()),
+    }
 }
 
 /// LSTM cell gradients from differentiable ops (for double backward).
@@ -121,8 +123,8 @@ fn lstm_backward_graph(
     let tg = part(gates, 2, h)?.unary(UnaryOp::Tanh)?;
     let so = part(gates, 3, h)?.unary(UnaryOp::Sigmoid)?;
     let tc = add(&mul(&sf, c)?, &mul(&si, &tg)?)?.unary(UnaryOp::Tanh)?;
-    let gh = or_zeros(gh, c);
-    let gc = or_zeros(gc, c);
+    let gh = or_zeros(gh, c)?;
+    let gc = or_zeros(gc, c)?;
     let dcy = add(&gc, &mul(&mul(&gh, &so)?, &dtanh(&tc)?)?)?;
     let di = mul(&mul(&dcy, &tg)?, &dsig(&si)?)?;
     let df = mul(&mul(&dcy, c)?, &dsig(&sf)?)?;

@@ -273,7 +273,7 @@ fn full_like(
 ) -> PyResult<PyTensor> {
     let _ = memory_format;
     check_layout(layout)?;
-    let target = check_device(device)?;
+    let target = check_device_or(device, input.inner.device())?;
     let t = &input.inner;
     let v = number(fill_value, "fill_value")?;
     let dtype = opt_dtype(dtype)?.unwrap_or(t.dtype());

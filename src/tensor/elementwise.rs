@@ -623,7 +623,8 @@ impl Tensor {
             IsNan | IsInf | IsFinite | IsPosInf | IsNegInf => {
                 if !dt.is_floating_point() {
                     let v = matches!(op, IsFinite);
-                    return Ok(Tensor::full(self.shape(), Scalar::Bool(v), DType::Bool));
+                    return Tensor::full(self.shape(), Scalar::Bool(v), DType::Bool)
+                        .to_device(self.device());
                 }
                 let x = self.to_dtype(dt.compute_dtype());
                 return with_float_dtype!(

@@ -302,6 +302,12 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
 /// `t` with zeros where `mask` is true (mask has t's shape). Differentiable in `t`.
 fn zero_where(t: &Tensor, mask: &Tensor) -> Result<Tensor> {
     use crate::cpu::strided;
+    if t.device().is_cuda() {
+        // `where` has CUDA kernels and the same gradient (zero under the mask).
+        use super::index::TensorOrScalar as TS;
+        let mask = mask.to_device(t.device())?;
+        return Tensor::where_cond(&mask, &TS::Scalar(Scalar::Float(0.0)), &TS::Tensor(t.clone()));
+    }
     let mask = mask.broadcast_to(t.shape())?;
     let cd = t.dtype().compute_dtype();
     let tc = t.to_dtype(cd);

@@ -987,7 +987,7 @@ impl Tensor {
         let vals = index_values(index, "gather")?;
         let (d, l, ishape) = self.gather_checks(dim, index, "gather")?;
         if index.numel() == 0 {
-            return Ok(Tensor::zeros(index.shape(), self.dtype()));
+            return Tensor::zeros(index.shape(), self.dtype()).to_device(self.device());
         }
         let size = l.shape[d];
         check_bounds(&vals, size, false, |v| {

@@ -55,7 +55,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
                     }
                     let r = match p {
                         Some((s, l)) => g.narrow(d, *s, *l)?,
-                        None => Tensor::zeros(&[0], g.dtype()),
+                        None => Tensor::zeros(&[0], g.dtype()).to_device(g.device())?,
                     };
                     Ok(Some(if r.dtype() != dt { r.cast(dt)? } else { r }))
                 })
@@ -91,7 +91,8 @@ fn cat_raw(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         .filter(|(_, t)| !skip(t))
         .collect();
     let Some(&(_, first)) = parts.first() else {
-        return Ok(Tensor::zeros(&[0], dtype));
+        let device = tensors.first().map_or(crate::Device::Cpu, |t| t.device());
+        return Tensor::zeros(&[0], dtype).to_device(device);
     };
     let nd = first.ndim();
     let d = normalize_dim(dim, nd)?;
@@ -333,7 +334,7 @@ pub fn repeat_interleave_indices(repeats: &Tensor) -> Result<Tensor> {
         out.extend(std::iter::repeat_n(i as i64, k));
     }
     let n = out.len();
-    Ok(Tensor::from_vec_unchecked(out, &[n]))
+    Tensor::from_vec_unchecked(out, &[n]).to_device(repeats.device())
 }
 
 /// Validated repeat counts (1-d integer tensor, non-negative; length `n` if given).
@@ -607,7 +608,7 @@ impl Tensor {
         match self.ndim() {
             1 => {
                 let n = self.numel() + k.unsigned_abs() as usize;
-                let out = Tensor::zeros(&[n, n], self.dtype());
+                let out = Tensor::zeros(&[n, n], self.dtype()).to_device(self.device())?;
                 out.diagonal(k, 0, 1)?.copy_(self)?;
                 Ok(out)
             }
@@ -645,7 +646,7 @@ impl Tensor {
                 }
             })
             .collect();
-        let out = Tensor::zeros(&shape, self.dtype());
+        let out = Tensor::zeros(&shape, self.dtype()).to_device(self.device())?;
         out.diagonal(offset, a as i64, b as i64)?.copy_(self)?;
         Ok(out)
     }

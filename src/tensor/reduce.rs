@@ -469,6 +469,13 @@ impl Tensor {
             ));
         }
         let shape = reduced_shape(self.shape(), &mask, keepdim);
+        if self.device().is_cuda() {
+            let (lo, hi) = (cuda::Reduction::Min, cuda::Reduction::Max);
+            return Ok((
+                cuda::reduce(self, &mask, keepdim, lo)?,
+                cuda::reduce(self, &mask, keepdim, hi)?,
+            ));
+        }
         Ok(with_dtype!(self.dtype(), T, {
             let (lo, hi) = unzip(run::<T, _>(self, &mask, &k::MinMax)?);
             (

@@ -528,9 +528,13 @@ impl Tensor {
         };
         // new_run[i]: sorted[i + 1] starts a new run.
         let m = n.saturating_sub(1) as i64;
-        let new_run = sorted
-            .narrow(0, 1, m)?
-            .binary(&sorted.narrow(0, 0, m)?, super::BinaryOp::Ne)?;
+        let new_run = if n > 1 {
+            sorted
+                .narrow(0, 1, m)?
+                .binary(&sorted.narrow(0, 0, m)?, super::BinaryOp::Ne)?
+        } else {
+            Tensor::zeros(&[0], DType::Bool).to_device(device)?
+        };
         let flags = new_run.to_vec::<bool>()?;
         let mut starts: Vec<i64> = if n > 0 { vec![0] } else { vec![] };
         starts.extend(flags.iter().enumerate().filter(|(_, &f)| f).map(|(i, _)| i as i64 + 1));

@@ -303,13 +303,7 @@ NO_GRAD_UNARY = {"sign", "sgn", "floor", "ceil", "round", "trunc", "isnan", "isi
                  "special_erfcx", "special_ndtri", "polygamma1", "mvlgamma", "i0",
                  "special_log_ndtr"}
 
-POW_GRAD = ("backward of pow with a tensor exponent raises 'not implemented for CUDA tensors'; "
-            "Rust autograd PowBackward (grad wrt the exponent: log of the base) has no CUDA path")
-GRAD_XFAIL = {
-    "unary_rpow": POW_GRAD, "binary_pow": POW_GRAD,
-    "binary_copysign": "copysign backward mixes devices ('found cuda:0 and cpu when checking "
-                       "arguments for copysign'); Rust CopysignBackward builds a CPU tensor",
-}
+GRAD_XFAIL: dict = {}  # (all fixed: pow and copysign backward on CUDA)
 
 for _name, (_op, _dom, _ints) in UNARY.items():
     case(f"unary_{_name}", all_layouts(_op, _dom),
@@ -325,21 +319,17 @@ def _specials(op):
     return fn
 
 
-SIGN_NAN = ("sign(nan) is nan on CUDA, 0 on the CPU (and in PyTorch); sign/sgn kernel in "
-            "cuda_kernels (elementwise unary)")
 for _name in ["abs", "sign", "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "round", "frac",
               "isnan", "isinf", "isfinite", "signbit", "nan_to_num", "reciprocal", "relu",
               "erf", "atan", "expm1", "log1p", "gelu", "silu", "softplus", "square", "trunc"]:
-    case(f"special_{_name}", _specials(UNARY[_name][0]), dtypes=FLOATS, xfail={
-        "all": SIGN_NAN} if _name == "sign" else None)
+    case(f"special_{_name}", _specials(UNARY[_name][0]), dtypes=FLOATS)
 
 for _name, (_op, _dom, _ints) in UNARY.items():
     if not _name.startswith(("special", "logical", "is")) and _name not in (
             "abs", "sign", "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "round", "frac",
             "nan_to_num", "reciprocal", "relu", "erf", "atan", "expm1", "log1p", "gelu", "silu",
             "softplus", "square", "trunc", "signbit", "mvlgamma"):
-        case(f"special_{_name}", _specials(_op), dtypes=FLOATS,
-             xfail={"all": SIGN_NAN} if _name == "sgn" else None)
+        case(f"special_{_name}", _specials(_op), dtypes=FLOATS)
 
 case("nan_to_num_opts", _specials(lambda x: torch.nan_to_num(x, nan=1.5, posinf=9.0,
                                                              neginf=-9.0)), dtypes=FLOATS)
@@ -502,11 +492,7 @@ RED = {
 }
 NO_GRAD_RED = {"argmax_dim", "argmin_keep", "argmax_all", "count_nonzero", "all_dim", "any_dim",
                "all", "any_keep", "median_all", "median_dim"}
-RED_XFAIL = {
-    "sum_all": {BF16: "bfloat16 sum over all dims of a 3-d (non-)contiguous tensor is off by "
-                      "many ulps: partial sums rounded to bf16 between dims; Rust CUDA "
-                      "reduction (sum of all dims) / reduce kernel accumulator"},
-}
+RED_XFAIL: dict = {}  # (bfloat16 sums over several dims: fixed)
 for _name, _op in RED.items():
     _dts = ALL if _name in ("all_dim", "any_dim", "all", "any_keep", "count_nonzero") else (
         FLOATS if _name.startswith("mean") else FLOATS + INTS)
@@ -514,8 +500,7 @@ for _name, _op in RED.items():
     case(f"red_{_name}", _red(_op, domain=_dom), dtypes=_dts, grad=_name not in NO_GRAD_RED,
          xfail=RED_XFAIL.get(_name))
 case("red_aminmax", _red(lambda x: [torch.aminmax(x, dim=1), torch.aminmax(x)], domain="int"),
-     dtypes=FLOATS + INTS, xfail={"all": "aminmax raises 'not implemented for CUDA tensors'; "
-                                         "Rust Tensor.aminmax has no CUDA path"})
+     dtypes=FLOATS + INTS)
 
 case("red_float_only", _red(lambda x: [x.var(1), x.std((0, 2), keepdim=True), x.var(correction=0),
                                        x.norm(), x.norm(p=1, dim=1), torch.norm(x, 3, dim=(0, 2)),
@@ -689,15 +674,10 @@ case("repeat_interleave_tensor", lambda c: [
     torch.repeat_interleave(c.t((4, 2)), torch.tensor([1, 0, 2, 3]).to(c.dev), 0)],
     dtypes=[F32, I64])
 case("repeat_interleave_repeats_only", lambda c: torch.repeat_interleave(
-    torch.tensor([2, 1, 3]).to(c.dev)), dtypes=[I64], xfail={
-        "all": "torch.repeat_interleave(cuda_repeats) returns a CPU tensor; Rust "
-               "repeat_interleave (repeats-only overload) ignores the device"})
+    torch.tensor([2, 1, 3]).to(c.dev)), dtypes=[I64])
 case("diag_of_vector", lambda c: [torch.diag(c.t((4,))), torch.diag(c.t((3,)), -1)],
-     dtypes=[F32, I64], xfail={"all": "torch.diag(1-d cuda tensor) returns a CPU tensor; Rust "
-                                      "Tensor.diag (vector -> matrix branch) builds on the host"})
-case("diag_embed", lambda c: torch.diag_embed(c.t((2, 3))), dtypes=[F32, I64],
-     xfail={"all": "torch.diag_embed(cuda tensor) returns a CPU tensor; Rust diag_embed "
-                   "builds its result on the host"})
+     dtypes=[F32, I64])
+case("diag_embed", lambda c: torch.diag_embed(c.t((2, 3))), dtypes=[F32, I64])
 
 # ============================================================================ matmul & friends
 
@@ -727,9 +707,7 @@ def _matmul(c):
 case("matmul_family", _matmul, dtypes=FLOATS, grad=True, rtol=MM_RTOL)
 case("einsum_ellipsis", lambda c: [torch.einsum("...ij->...j", c.t((2, 3, 4))),
                                   torch.einsum("b...,b...->b", c.t((2, 3)), c.t((2, 3)))],
-     dtypes=[F32, F64], xfail={"all": "einsum with '...' mixes devices ('found cuda:0 and cpu "
-                                      "when checking arguments for matmul'); Rust _C._einsum "
-                                      "(ellipsis path creates a CPU tensor)"})
+     dtypes=[F32, F64])
 
 
 @pytest.mark.parametrize("dtype", [I64, I32], ids=str)
@@ -997,8 +975,7 @@ def _creation(c):
 case("creation", _creation, dtypes=ALL)
 case("full_like", lambda c: [torch.full_like(c.t((3,)), 1), torch.full_like(c.t((2, 2)), 0.5,
                                                                             dtype=F64)],
-     dtypes=[F32, I64], xfail={"all": "torch.full_like(cuda_tensor, v) returns a CPU tensor; "
-                                      "Rust _C.full_like does not take the input's device"})
+     dtypes=[F32, I64])
 case("creation_float", lambda c: [
     torch.linspace(0, 1, 7, dtype=c.dtype, device=c.dev),
     torch.logspace(0, 2, 5, dtype=c.dtype, device=c.dev),
@@ -1059,9 +1036,7 @@ OPTS = {
     "nadam": lambda ps: torch.optim.NAdam(ps, lr=0.05),
     "radam": lambda ps: torch.optim.RAdam(ps, lr=0.05),
     "asgd": lambda ps: torch.optim.ASGD(ps, lr=0.05),
-    "rprop": pytest.param(lambda ps: torch.optim.Rprop(ps, lr=0.05), marks=pytest.mark.xfail(
-        strict=True, reason="Rprop on CUDA mixes devices: its step_size state comes from "
-                            "_C.full_like, which returns a CPU tensor (Rust full_like)")),
+    "rprop": lambda ps: torch.optim.Rprop(ps, lr=0.05),
     "rmsprop_centered": lambda ps: torch.optim.RMSprop(ps, lr=0.01, momentum=0.5, centered=True),
     "adam_amsgrad": lambda ps: torch.optim.Adam(ps, lr=0.05, amsgrad=True, weight_decay=0.1),
     "adamw_maximize": lambda ps: torch.optim.AdamW(ps, lr=0.05, maximize=True),
@@ -1519,16 +1494,10 @@ def _high_dim(c):
             torch.cat([z, z], 6), z[:, :, None, ..., 0]]
 
 
-FLIP_9D = ("flip of a tensor with more than 8 dims raises 'index_select: CUDA index kernels "
-           "take at most 8 dims' (PyTorch allows 25); Rust flip on CUDA goes through the index "
-           "kernels' fixed-size dim arrays")
 case("flip_10d", lambda c: [c.t((2, 2, 1, 2, 2, 1, 2, 2, 1, 2)).flip(0, 4, 9),
-                            c.t((2,) * 9).flip(8)], dtypes=[F32, I64], grad=True,
-     xfail={"all": FLIP_9D, "grad": FLIP_9D})
+                            c.t((2,) * 9).flip(8)], dtypes=[F32, I64], grad=True)
 case("cumsum_10d_grad", lambda c: c.t((2, 2, 1, 2, 2, 1, 2, 2, 1, 2)).cumsum(3), dtypes=[F32],
-     grad=True, xfail={"grad": "cumsum backward on a 10-d CUDA tensor raises 'index_select: CUDA "
-                               "index kernels take at most 8 dims' (the backward flips); Rust "
-                               "CumsumBackward -> flip -> CUDA index kernels"})
+     grad=True)
 case("high_dim", _high_dim, dtypes=FLOATS, grad=True, rtol={F16: 5e-3, BF16: 3e-2, F32: 1e-5})
 case("high_dim_int", lambda c: [c.t((2, 1, 3, 1, 2, 2, 1, 3)) + c.t((3, 1, 2, 1, 2, 3, 1),
                                                                   layout="t"),
@@ -1635,9 +1604,7 @@ def _bool_ops(c):
 case("bool_ops", _bool_ops, dtypes=[BOOL])
 case("bool_minmax_reductions", lambda c: [c.t((4, 5)).amax(1), c.t((4, 5), layout="t").amin(0),
                                           c.t((4, 5)).max(), c.t((4, 5)).min(1)],
-     dtypes=[BOOL], xfail={"all": "max/min/amax/amin of a bool CUDA tensor raise 'max is not "
-                                  "implemented for CUDA tensors yet (got a Bool tensor)'; Rust "
-                                  "CUDA reduction dispatch lacks bool"})
+     dtypes=[BOOL])
 
 
 def _minmax_forms(c):
@@ -1712,18 +1679,13 @@ def attempt(f, *args):
 
 def _unary_any_dtype(c):
     x = c.t((3, 4), layout="t", domain="pos")
-    skip = ("sign", "sgn", "square") if c.dtype == BOOL else ()  # xfail cases below
-    return [attempt(op, x) for name, (op, _, _) in UNARY.items() if name not in skip]
+    return [attempt(op, x) for op, _, _ in UNARY.values()]
 
 
 case("unary_all_ops_any_dtype", _unary_any_dtype, dtypes=[I64, I32, U8, BOOL])
 case("sign_of_bool", lambda c: [torch.sign(c.t((3, 4))), torch.sgn(c.t((3, 4), layout="t"))],
-     dtypes=[BOOL], xfail={"all": "sign/sgn of a bool CUDA tensor raise '\"sign\" not "
-                                  "implemented for 'Bool'' (CPU and PyTorch return the bool "
-                                  "tensor); sign kernel dispatch in Rust lacks bool"})
-case("square_of_bool", lambda c: torch.square(c.t((3, 4))), dtypes=[BOOL],
-     xfail={"all": "square(bool) is bool on CUDA but int64 on the CPU (PyTorch: int64, as "
-                   "pow(bool, 2)); Rust square on CUDA skips the type promotion of pow"})
+     dtypes=[BOOL])
+case("square_of_bool", lambda c: torch.square(c.t((3, 4))), dtypes=[BOOL])
 
 
 def _binary_any_dtype(c):
@@ -1783,9 +1745,8 @@ PARITY_SKIP = {"aminmax", "logcumsumexp", "mode", "histc"}  # CPU-only on purpos
 def _methods_any_dtype(c, shape=(3, 4), layout="t"):
     x = c.t(shape, layout=layout, domain="pos")
     outs = []
-    known = ("amax", "amin", "max", "min", "square") if c.dtype == BOOL else ()  # xfail cases
     for name, args in METHODS:
-        if name in PARITY_SKIP or name in known:
+        if name in PARITY_SKIP:
             continue
         args = tuple(x if a is None else a for a in args)
         outs.append(attempt(lambda n=name, a=args: getattr(x, n)(*a)))
