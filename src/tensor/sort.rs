@@ -587,6 +587,22 @@ impl Tensor {
         sorter: Option<&Tensor>,
     ) -> Result<Tensor> {
         if let Some(s) = sorter {
+            let well_formed = self.ndim() > 0 && s.shape() == self.shape() && s.dtype() == DType::I64;
+            if let (Some(device), true) = (
+                super::host_fallback::cuda_device(&[self, values, s]),
+                well_formed && promote_types(self.dtype(), values.dtype()) != DType::Bool,
+            ) {
+                // Search the boundaries put in order by `sorter` (checked on the host first).
+                super::host_fallback::check_devices("searchsorted", device, &[self, values, s])?;
+                let m = self.shape()[self.ndim() - 1] as i64;
+                if s.to_vec::<i64>()?.iter().any(|&i| i < 0 || i >= m) {
+                    return Err(Error::Runtime(
+                        "torch.searchsorted(): sorter index out of range".into(),
+                    ));
+                }
+                let sorted = self.gather_raw(self.ndim() as i64 - 1, s)?;
+                return sorted.searchsorted(values, right, out_int32, None);
+            }
             cuda_via_host!("searchsorted", [self, values, s], |x, v, s| x.searchsorted(
                 &v,
                 right,

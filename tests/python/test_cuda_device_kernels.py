@@ -438,3 +438,58 @@ def test_scatter_reduce_gradients_match_cpu():
             grads[dev] = (x.grad, s.grad)
         for want, got in zip(grads["cpu"], grads["cuda"]):
             same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64,
+                                   torch.uint8])
+def test_searchsorted_bucketize_match_cpu(dtype):
+    rng = np.random.default_rng(53)
+    seq = torch.from_numpy(np.sort(rng.integers(0, 20, (3, 9)), axis=1).astype(np.float64))
+    vals = torch.from_numpy(rng.integers(-2, 23, (3, 5)).astype(np.float64))
+    if dtype.is_floating_point:
+        seq[1, -2:] = float("nan")  # NaN sorts last
+        vals[0, 0] = float("nan")
+    seq, vals = seq.to(dtype), vals.to(dtype)
+    for right in (False, True):
+        for s, v in ((seq, vals), (seq[0], vals), (seq[2], vals[1]), (seq[1], vals[0, 0])):
+            same(torch.searchsorted(s.cuda(), v.cuda(), right=right),
+                 torch.searchsorted(s, v, right=right))
+        same(torch.searchsorted(seq.cuda(), vals.cuda(), right=right, out_int32=True),
+             torch.searchsorted(seq, vals, right=right, out_int32=True))
+        same(torch.bucketize(vals.cuda(), seq[0].cuda(), right=right),
+             torch.bucketize(vals, seq[0], right=right))
+    perm = torch.from_numpy(np.stack([rng.permutation(9) for _ in range(3)]))
+    shuffled = seq.gather(1, perm)
+    sorter = perm.argsort(1)
+    same(torch.searchsorted(shuffled.cuda(), vals.cuda(), sorter=sorter.cuda()),
+         torch.searchsorted(shuffled, vals, sorter=sorter))
+    with pytest.raises(RuntimeError, match="sorter index out of range"):
+        torch.searchsorted(shuffled.cuda(), vals.cuda(), sorter=(sorter + 9).cuda())
+    not_via_host("searchsorted")
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_bincount_matches_cpu(dtype):
+    x = torch.tensor([0, 3, 3, 1, 7, 3], dtype=dtype)
+    w32 = torch.tensor([0.5, 1, 2, 3, 4, 5], dtype=torch.float32)
+    same(torch.bincount(x.cuda()), torch.bincount(x))
+    same(torch.bincount(x.cuda(), minlength=12), torch.bincount(x, minlength=12))
+    same(torch.bincount(x.cuda(), weights=w32.cuda()), torch.bincount(x, weights=w32))
+    same(torch.bincount(x.cuda(), weights=w32.double().cuda()),
+         torch.bincount(x, weights=w32.double()))
+    same(torch.bincount(x[:0].cuda()), torch.bincount(x[:0]))
+    if dtype != torch.uint8:
+        with pytest.raises(RuntimeError, match="non-negative"):
+            torch.bincount(torch.tensor([1, -1], dtype=dtype).cuda())
+    not_via_host("bincount")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_histc_matches_cpu(dtype):
+    rng = np.random.default_rng(59)
+    x = torch.from_numpy(rng.standard_normal(200) * 3).to(dtype)
+    for bins, lo, hi in ((10, 0, 0), (7, -2, 2), (1, -1, 1), (13, -3.3, 4.1)):
+        same(torch.histc(x.cuda(), bins, lo, hi), torch.histc(x, bins, lo, hi))
+    edges = torch.tensor([-2.0, 2.0, 0.0, 1.999, -2.0001], dtype=dtype)
+    same(torch.histc(edges.cuda(), 4, -2, 2), torch.histc(edges, 4, -2, 2))
+    not_via_host("histc")
