@@ -31,14 +31,17 @@ def _flatten(obj, tensors, path):
     """Structure description of ``obj``; tensors are moved into ``tensors``."""
     if isinstance(obj, Tensor):
         name = f"t{len(tensors)}"
-        t = obj.detach().cpu()  # (CUDA tensors are stored from a host copy; they load on the CPU)
+        t = obj.detach().cpu()  # (a CUDA tensor is stored from a host copy, with its device)
         dtype = str(t.dtype).split(".")[-1]
         if t.dtype == _C.bfloat16:
             arr = t.float().numpy()  # NumPy has no bfloat16; re-narrowed on load
         else:
             arr = t.contiguous().numpy()
         tensors[name] = np.require(arr, requirements="C")  # (ascontiguousarray makes 0-d 1-d)
-        return {"T": name, "dtype": dtype, "requires_grad": bool(obj.requires_grad)}
+        desc = {"T": name, "dtype": dtype, "requires_grad": bool(obj.requires_grad)}
+        if obj.device.type != "cpu":
+            desc["device"] = str(obj.device)
+        return desc
     if obj is None or isinstance(obj, (bool, int, float, str)):
         if isinstance(obj, float) and not np.isfinite(obj):
             return {"F": repr(obj)}
@@ -66,7 +69,7 @@ def _flatten(obj, tensors, path):
     return {"P": name, "type": f"{type(obj).__module__}.{type(obj).__qualname__}"}
 
 
-def _unflatten(desc, tensors, weights_only):
+def _unflatten(desc, tensors, weights_only, map_location=None):
     if not isinstance(desc, dict) or len(desc) == 0:
         raise RuntimeError("ferrotorch.load: malformed structure description")
     if "T" in desc:
@@ -78,6 +81,7 @@ def _unflatten(desc, tensors, weights_only):
         t = _C.from_numpy(arr)
         if dtype is not None and t.dtype != dtype:
             t = t.to(dtype)
+        t = _relocate(t, str(desc.get("device", "cpu")), map_location)
         if desc.get("requires_grad"):
             t.requires_grad_()
         return t
@@ -90,12 +94,12 @@ def _unflatten(desc, tensors, weights_only):
 
         d = OrderedDict() if desc.get("ordered") else {}
         for k, v in desc["D"]:
-            d[k] = _unflatten(v, tensors, weights_only)
+            d[k] = _unflatten(v, tensors, weights_only, map_location)
         return d
     if "L" in desc:
-        return [_unflatten(v, tensors, weights_only) for v in desc["L"]]
+        return [_unflatten(v, tensors, weights_only, map_location) for v in desc["L"]]
     if "U" in desc:
-        return tuple(_unflatten(v, tensors, weights_only) for v in desc["U"])
+        return tuple(_unflatten(v, tensors, weights_only, map_location) for v in desc["U"])
     if "dtype_obj" in desc:
         return getattr(_C, desc["dtype_obj"])
     if "P" in desc:
@@ -110,6 +114,37 @@ def _unflatten(desc, tensors, weights_only):
             raise RuntimeError(f"ferrotorch.load: tensor {name!r} missing from the file")
         return pickle.loads(tensors[name].tobytes())
     raise RuntimeError(f"ferrotorch.load: unknown entry {sorted(desc)}")
+
+
+def _relocate(t, location, map_location):
+    """Move a loaded (CPU) tensor saved from ``location`` as ``map_location`` says, as
+    ``torch.load``: None keeps the saved device; a device (or its name) takes every tensor
+    there; a dict maps saved location names; a callable ``(tensor, location)`` returns the
+    tensor to use (or None for the default)."""
+    if callable(map_location) and not isinstance(map_location, (str, _C.device)):
+        out = map_location(t, location)
+        if out is not None:
+            return out
+        map_location = None
+    if isinstance(map_location, dict):
+        location = str(map_location.get(location, location))
+        map_location = None
+    target = location if map_location is None else str(map_location)
+    if target == "cpu":
+        return t
+    if target.startswith("cuda") and not _cuda_available():
+        raise RuntimeError(
+            "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+            "False. If you are running on a CPU-only machine, please use torch.load with "
+            "map_location=torch.device('cpu') to map your storages to the CPU."
+        )
+    return t.to(target)
+
+
+def _cuda_available():
+    import ferrotorch
+
+    return ferrotorch.cuda.is_available()
 
 
 def save(obj, f):
@@ -164,16 +199,14 @@ def load(f, map_location=None, weights_only=None):
     arrays = {k: np.array(v, copy=True) for k, v in arrays.items()}
     meta = header.get("__metadata__") or {}
     if _META_KEY not in meta:
-        return {k: _C.from_numpy(v) for k, v in arrays.items()}
+        return {k: _relocate(_C.from_numpy(v), "cpu", map_location) for k, v in arrays.items()}
     try:
         doc = json.loads(meta[_META_KEY])
     except ValueError as e:
         raise RuntimeError(f"ferrotorch.load: corrupted structure description: {e}") from None
     if not isinstance(doc, dict) or doc.get("version") != _FORMAT_VERSION:
         raise RuntimeError("ferrotorch.load: unsupported checkpoint version")
-    if map_location not in (None, "cpu") and str(map_location) != "cpu":
-        raise RuntimeError(f"ferrotorch.load: map_location={map_location!r} is not available")
-    return _unflatten(doc["root"], arrays, weights_only is not False)
+    return _unflatten(doc["root"], arrays, weights_only is not False, map_location)
 
 
 __all__ = ["save", "load"]

@@ -727,5 +727,6 @@ def test_deepcopy_pickle_and_save_of_cuda_tensors(tmp_path):
     path = tmp_path / "cuda_state.pt"
     torch.save(enc.state_dict(), str(path))
     loaded = torch.load(str(path))
+    assert all(v.device.type == "cuda" for v in loaded.values())  # saved device, as PyTorch
     for k, v in enc.state_dict().items():
-        np.testing.assert_array_equal(loaded[k].numpy(), cpu_np(v), err_msg=k)
+        np.testing.assert_array_equal(loaded[k].cpu().numpy(), cpu_np(v), err_msg=k)

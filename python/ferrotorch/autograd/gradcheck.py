@@ -16,6 +16,11 @@ def _flat_outputs(func, inputs):
     return [o for o in outs if isinstance(o, Tensor) and o.is_floating_point()]
 
 
+def _host(t):
+    """Flattened float64 NumPy copy of an output, from whatever device."""
+    return t.detach().cpu().numpy().astype(np.float64).ravel().copy()
+
+
 def _numerical_jacobian(func, inputs, eps):
     """J[i][j]: d(output j, flattened) / d(input i, flattened), by central differences."""
     base = [o.detach() for o in _flat_outputs(func, inputs)]
@@ -27,20 +32,18 @@ def _numerical_jacobian(func, inputs, eps):
         n = x.numel()
         cols = [np.zeros((n, o.numel())) for o in base]
         flat = x.detach()  # shares memory with x: perturb in place
-        view = flat.numpy().reshape(-1) if flat.is_contiguous() else None
+        if not flat.is_contiguous():
+            raise ValueError("gradcheck needs contiguous inputs (call .contiguous())")
+        # A NumPy view on the CPU; on a device, element assignment through a flat view.
+        view = flat.numpy().reshape(-1) if flat.device.type == "cpu" else flat.view(-1)
         for k in range(n):
-            if view is not None:
-                orig = view[k]
-                # Grad mode stays on: func may itself differentiate (gradgradcheck).
-                view[k] = orig + eps
-                plus = [o.detach().numpy().astype(np.float64).ravel().copy()
-                        for o in _flat_outputs(func, inputs)]
-                view[k] = orig - eps
-                minus = [o.detach().numpy().astype(np.float64).ravel().copy()
-                         for o in _flat_outputs(func, inputs)]
-                view[k] = orig
-            else:
-                raise ValueError("gradcheck needs contiguous inputs (call .contiguous())")
+            orig = float(view[k])
+            # Grad mode stays on: func may itself differentiate (gradgradcheck).
+            view[k] = orig + eps
+            plus = [_host(o) for o in _flat_outputs(func, inputs)]
+            view[k] = orig - eps
+            minus = [_host(o) for o in _flat_outputs(func, inputs)]
+            view[k] = orig
             for c, p, m in zip(cols, plus, minus):
                 c[k] = (p - m) / (2 * eps)
         jac.append(cols)
@@ -61,7 +64,7 @@ def _analytical_jacobian(func, inputs):
             grads = grad([o], diff_inputs, [g_out], retain_graph=True, allow_unused=True)
             for x, g in zip(diff_inputs, grads):
                 if g is not None:
-                    jac[id(x)][j][:, k] = g.detach().double().numpy().ravel()
+                    jac[id(x)][j][:, k] = g.detach().double().cpu().numpy().ravel()
     return [jac.get(id(x)) if isinstance(x, Tensor) and x.requires_grad else None
             for x in inputs]
 
