@@ -171,6 +171,17 @@ pub(crate) fn gather_offsets(src: &Tensor, offsets: Vec<usize>, shape: &[usize])
     Ok(out)
 }
 
+/// The `n` values written at `n` offsets of `dst`: on its device, in its dtype, contiguous.
+fn offset_values(values: &Tensor, dst: &Tensor, n: usize, op: &'static str) -> Result<Tensor> {
+    if values.numel() != n {
+        return Err(Error::Runtime(format!(
+            "{op}: {} values for {n} indexed elements",
+            values.numel()
+        )));
+    }
+    contiguous(&cast(&on_device(values, dst, op)?, dst.dtype())?)
+}
+
 /// In place: `dst.storage[offsets[i]] = values[i]` (`add`: `+=`, summing repeated offsets),
 /// `values` in offset order (cast to `dst`'s dtype).
 pub(crate) fn scatter_offsets(
@@ -183,13 +194,7 @@ pub(crate) fn scatter_offsets(
     if n == 0 {
         return Ok(());
     }
-    if values.numel() != n {
-        return Err(Error::Runtime(format!(
-            "index_put_: {} values for {n} indexed elements",
-            values.numel()
-        )));
-    }
-    let vals = contiguous(&cast(&on_device(values, dst, "index_put_")?, dst.dtype())?)?;
+    let vals = offset_values(values, dst, n, "index_put_")?;
     let idx = offsets_tensor(offsets, dst)?;
     let (sl, il, ol) = (
         flat(n, vals.storage_offset()),
@@ -218,16 +223,7 @@ pub(crate) fn combine_offsets(
     if n == 0 {
         return Ok(());
     }
-    if values.numel() != n {
-        return Err(Error::Runtime(format!(
-            "scatter_reduce: {} values for {n} indexed elements",
-            values.numel()
-        )));
-    }
-    let vals = contiguous(&cast(
-        &on_device(values, dst, "scatter_reduce")?,
-        dst.dtype(),
-    )?)?;
+    let vals = offset_values(values, dst, n, "scatter_reduce")?;
     let idx = offsets_tensor(offsets, dst)?;
     let dev = dev_of(dst)?;
     let sp = ptr(&vals)? + (vals.storage_offset() * vals.dtype().size()) as u64;

@@ -39,8 +39,17 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) 
     let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
     let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
     let (da, db) = (a.dtype(), b.dtype());
-    let saved_a = SavedTensor::new(a, name);
-    let saved_b = SavedTensor::new(b, name);
+    // Save only the operands the formulas below read (as PyTorch does), so that an in-place
+    // write to an operand that is not needed (`h[:, 0] = h[:, 0] * 2`) does not poison
+    // backward.
+    let (keep_a, keep_b) = match op {
+        Add | Sub => (false, false),
+        Mul => (need_b, need_a),
+        Div => (need_b, true),
+        _ => (true, true),
+    };
+    let saved_a = keep_a.then(|| SavedTensor::new(a, name));
+    let saved_b = keep_b.then(|| SavedTensor::new(b, name));
     record(
         name,
         &[a, b],
@@ -49,7 +58,9 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) 
             let Some(g) = &grads[0] else {
                 return Ok(vec![None, None]);
             };
-            let (x, y) = (saved_a.get()?, saved_b.get()?);
+            // An operand that was not saved is never read below; `g` only fills its place.
+            let x = saved_a.as_ref().map(SavedTensor::get).transpose()?.unwrap_or(g);
+            let y = saved_b.as_ref().map(SavedTensor::get).transpose()?.unwrap_or(g);
             let (ga, gb): (Option<Tensor>, Option<Tensor>) = match op {
                 Add => (Some(g.clone()), Some(g.clone())),
                 Sub => (Some(g.clone()), need_b.then(|| neg(g)).transpose()?),

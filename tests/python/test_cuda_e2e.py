@@ -1331,7 +1331,6 @@ def test_inplace_view_updates_in_forward_and_pinned_loader():
             h[:, :3] += 1.0
             h[:, 3:].mul_(torch.sigmoid(z[:, :3] + 1.0))  # (of h[:, :3]: xfail below)
             h.clamp_(min=-2.0, max=2.0)
-            # (h[:, 0] = h[:, 0] * 2 here fails: see the xfail test below)
             return h.sum(1, keepdim=True)
 
     build = make_model(Net)
@@ -1370,11 +1369,6 @@ def test_inplace_after_sigmoid_gating(device):
     np.testing.assert_allclose(to_np(x.grad[:, :3]), to_np(2 * s * (1 - s)), rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "h[:, 0] = h[:, 0] * 2 (or + h[:, 1]) fails backward: MulBackward0/AddBackward0 saved "
-    "h[:, 0], which is then overwritten (PyTorch's add saves nothing, its mul saves self only "
-    "when the other operand requires grad); record_binary in src/tensor/elementwise_grad.rs "
-    "saves both operands for every binary op"))
 @pytest.mark.parametrize("op", ["mul_scalar", "add_tensor"])
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_overwrite_slice_with_computed_copy(device, op):

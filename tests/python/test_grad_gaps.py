@@ -546,3 +546,29 @@ def test_copy_of_constant_into_tensor_with_history_keeps_it_in_graph():
     c.copy_(s.float().double())  # broadcast source: its gradient is summed back
     (c * ft.tensor([1.0, 2.0, 3.0], dtype=ft.float64)).sum().backward()
     assert s.grad.item() == 6.0
+
+
+def test_binary_ops_save_only_the_operands_their_gradient_reads():
+    # add/sub save nothing, mul saves an operand only for the other's gradient, so writing
+    # into an operand afterwards (YOLO-style box decoding) leaves backward valid, as in
+    # PyTorch. An operand that is needed still raises the in-place error.
+    for update in (lambda h: h[:, 0] * 2, lambda h: h[:, 0] + h[:, 1],
+                   lambda h: h[:, 0] - 1.5, lambda h: h[:, 0] / 4.0):
+        x = ft.randn(4, 6, dtype=ft.float64, requires_grad=True)
+        h = (x * 2).clone()
+        h[:, 0] = update(h)
+        h.sum().backward()
+        assert x.grad is not None
+    x = ft.randn(3, dtype=ft.float64, requires_grad=True)
+    y = ft.randn(3, dtype=ft.float64, requires_grad=True)
+    a, b = x * 1, y * 1
+    p = a * b  # both saved: each is the other's gradient
+    a.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        p.sum().backward()
+    a = x * 1
+    q = a / y.detach()  # the divisor is saved; a only when the divisor needs a gradient
+    r = a * 3
+    a.add_(1)  # so neither q's nor r's backward reads a
+    (q.sum() + r.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 1 / y.detach().numpy() + 3)

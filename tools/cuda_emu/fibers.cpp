@@ -152,33 +152,23 @@ Fiber* me() { return state.running; }
 
 namespace ft_emu {
 
-void sync_block() {
+// Arrive at barrier `b`; the last live thread to arrive releases the others.
+static void arrive(Barrier& b, Wait kind) {
     Fiber* f = me();
-    Barrier& b = state.block;
     b.arrived++;
     if (b.arrived == b.alive) {
         b.arrived = 0;
         ++b.gen;
         return;
     }
-    f->wait = Wait::Block;
+    f->wait = kind;
     f->gen = b.gen;
     yield_to_scheduler(f);
 }
 
-void sync_warp() {
-    Fiber* f = me();
-    Barrier& b = state.warps[f->ctx.linear / 32].barrier;
-    b.arrived++;
-    if (b.arrived == b.alive) {
-        b.arrived = 0;
-        ++b.gen;
-        return;
-    }
-    f->wait = Wait::Warp;
-    f->gen = b.gen;
-    yield_to_scheduler(f);
-}
+void sync_block() { arrive(state.block, Wait::Block); }
+
+void sync_warp() { arrive(state.warps[me()->ctx.linear / 32].barrier, Wait::Warp); }
 
 void warp_exchange(const void* v, void* out, unsigned size, int src_lane) {
     Fiber* f = me();
