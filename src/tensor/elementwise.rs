@@ -1497,7 +1497,11 @@ impl Tensor {
             "xlogy" => Some("xlogy"),
             _ => None, // special functions: the host computes them
         };
-        if let Some(r) = kernel.map(|k| cuda_binary(&a, &b, k)).transpose()?.flatten() {
+        if let Some(r) = kernel
+            .map(|k| cuda_binary(&a, &b, k))
+            .transpose()?
+            .flatten()
+        {
             return Ok(r.to_dtype(out));
         }
         let r = match cd {

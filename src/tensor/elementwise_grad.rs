@@ -59,8 +59,16 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) 
                 return Ok(vec![None, None]);
             };
             // An operand that was not saved is never read below; `g` only fills its place.
-            let x = saved_a.as_ref().map(SavedTensor::get).transpose()?.unwrap_or(g);
-            let y = saved_b.as_ref().map(SavedTensor::get).transpose()?.unwrap_or(g);
+            let x = saved_a
+                .as_ref()
+                .map(SavedTensor::get)
+                .transpose()?
+                .unwrap_or(g);
+            let y = saved_b
+                .as_ref()
+                .map(SavedTensor::get)
+                .transpose()?
+                .unwrap_or(g);
             let (ga, gb): (Option<Tensor>, Option<Tensor>) = match op {
                 Add => (Some(g.clone()), Some(g.clone())),
                 Sub => (Some(g.clone()), need_b.then(|| neg(g)).transpose()?),
@@ -317,7 +325,11 @@ fn zero_where(t: &Tensor, mask: &Tensor) -> Result<Tensor> {
         // `where` has CUDA kernels and the same gradient (zero under the mask).
         use super::index::TensorOrScalar as TS;
         let mask = mask.to_device(t.device())?;
-        return Tensor::where_cond(&mask, &TS::Scalar(Scalar::Float(0.0)), &TS::Tensor(t.clone()));
+        return Tensor::where_cond(
+            &mask,
+            &TS::Scalar(Scalar::Float(0.0)),
+            &TS::Tensor(t.clone()),
+        );
     }
     let mask = mask.broadcast_to(t.shape())?;
     let cd = t.dtype().compute_dtype();

@@ -150,4 +150,3 @@ macro_rules! cuda_via_host {
     };
 }
 pub(crate) use cuda_via_host;
-

@@ -300,7 +300,8 @@ impl Tensor {
             )?;
             if ignore_nan {
                 // (valid - 1) / 2 over the non-NaN elements; 0 (a NaN) when there are none.
-                let valid_minus_one = nans.binary_scalar(Scalar::Int(n - 1), super::BinaryOp::Sub, true)?;
+                let valid_minus_one =
+                    nans.binary_scalar(Scalar::Int(n - 1), super::BinaryOp::Sub, true)?;
                 valid_minus_one
                     .binary_scalar(Scalar::Int(0), super::BinaryOp::Maximum, false)?
                     .binary_scalar(Scalar::Int(2), super::BinaryOp::FloorDiv, false)?
@@ -320,7 +321,10 @@ impl Tensor {
                 .broadcast_to(&line_shape.iter().map(|&s| s as usize).collect::<Vec<_>>())?
                 .contiguous()
         };
-        let (v, i) = (vals.gather_raw(d as i64, &pos)?, idx.gather_raw(d as i64, &pos)?);
+        let (v, i) = (
+            vals.gather_raw(d as i64, &pos)?,
+            idx.gather_raw(d as i64, &pos)?,
+        );
         if keepdim {
             return Ok((v, i));
         }
@@ -537,7 +541,13 @@ impl Tensor {
         };
         let flags = new_run.to_vec::<bool>()?;
         let mut starts: Vec<i64> = if n > 0 { vec![0] } else { vec![] };
-        starts.extend(flags.iter().enumerate().filter(|(_, &f)| f).map(|(i, _)| i as i64 + 1));
+        starts.extend(
+            flags
+                .iter()
+                .enumerate()
+                .filter(|(_, &f)| f)
+                .map(|(i, _)| i as i64 + 1),
+        );
         let u = starts.len();
         let to_dev = |v: Vec<i64>| Tensor::from_vec_unchecked(v, &[u]).to_device(device);
         let values = sorted.index_select_raw(0, &to_dev(starts.clone())?)?;
@@ -562,7 +572,11 @@ impl Tensor {
             None
         };
         let counts = if return_counts {
-            let ends = starts.iter().skip(1).copied().chain(std::iter::once(n as i64));
+            let ends = starts
+                .iter()
+                .skip(1)
+                .copied()
+                .chain(std::iter::once(n as i64));
             Some(to_dev(ends.zip(&starts).map(|(e, &b)| e - b).collect())?)
         } else {
             None
@@ -587,7 +601,8 @@ impl Tensor {
         sorter: Option<&Tensor>,
     ) -> Result<Tensor> {
         if let Some(s) = sorter {
-            let well_formed = self.ndim() > 0 && s.shape() == self.shape() && s.dtype() == DType::I64;
+            let well_formed =
+                self.ndim() > 0 && s.shape() == self.shape() && s.dtype() == DType::I64;
             if let (Some(device), true) = (
                 super::host_fallback::cuda_device(&[self, values, s]),
                 well_formed && promote_types(self.dtype(), values.dtype()) != DType::Bool,
