@@ -6,7 +6,6 @@ functions and, where PyTorch has them, as Tensor methods."""
 import builtins
 
 from ferrotorch import _C
-from ferrotorch import _cuda_fallback as _cf
 
 Tensor = _C.Tensor
 
@@ -49,14 +48,14 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``isclose(...).all()`` as a Python bool."""
-    return builtins.bool(_cf.all_true(isclose(input, other, rtol, atol, equal_nan)).item())
+    return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
 def equal(input, other):
     """True if both tensors have the same shape and elements (NaN is never equal)."""
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return builtins.bool(_cf.all_true(input.detach() == other.detach()).item())
+    return builtins.bool((input.detach() == other.detach()).all().item())
 
 
 def is_tensor(obj):
@@ -188,7 +187,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
             elements, device=test_elements.device if isinstance(test_elements, Tensor) else None
         )
     test = _as_tensor_like(test_elements, elements).reshape(-1)
-    hit = _cf.any_true(elements.unsqueeze(-1) == test, -1)
+    hit = (elements.unsqueeze(-1) == test).any(-1)
     return hit.logical_not() if invert else hit
 
 
@@ -220,7 +219,7 @@ def logit(input, eps=None):
     if not input.is_floating_point():
         input = input.to(_C.get_default_dtype())
     if eps is not None:
-        input = _cf.clamp(input, eps, 1.0 - eps)
+        input = input.clamp(eps, 1.0 - eps)
     return (input / (1 - input)).log()
 
 

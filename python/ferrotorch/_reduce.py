@@ -4,7 +4,6 @@ wrap the native module functions (results on the input's device).
 """
 
 from ferrotorch import _C
-from ferrotorch import _cuda_fallback as _cf
 from ferrotorch._functions import _forward
 
 _NAMES = """
@@ -22,10 +21,8 @@ for _name in _NAMES:
 
 
 # ---------------------------------------------------------------- CUDA inputs of CPU kernels
-# bincount, histc, searchsorted and bucketize have CPU kernels only (they read their input
-# back to the host, and histc's default range needs aminmax, CPU-only too): a CUDA input is
-# computed on a CPU copy and the result moved back to its device, where PyTorch returns it.
-# count_nonzero is a sum of a mask there (sums have CUDA kernels).
+# bincount, histc, searchsorted, bucketize and count_nonzero run on the input's device (the
+# Rust ops have CUDA paths); these wrappers give them PyTorch's Python signatures.
 Tensor = _C.Tensor
 
 
@@ -36,23 +33,18 @@ _native_count_nonzero = Tensor.count_nonzero
 
 def _bincount(self, weights=None, minlength=0):
     """Occurrences of each non-negative integer of a 1-d tensor (weighted by ``weights``)."""
-    return _cf.via_cpu(lambda t, w: _native_bincount(t, w, minlength), self, weights)
+    return _native_bincount(self, weights, minlength)
 
 
 def _histc(self, bins=100, min=0.0, max=0.0):  # noqa: A002 (PyTorch's names)
     """Histogram of the values in ``bins`` equal bins between ``min`` and ``max`` (the data's
     range when both are 0)."""
-    return _cf.via_cpu(lambda t: _native_histc(t, bins, min, max), self)
+    return _native_histc(self, bins, min, max)
 
 
 def _count_nonzero(self, dim=None):
     """Number of non-zero elements over ``dim`` (all dims when None), as int64."""
-    if not self.is_cuda:
-        return _native_count_nonzero(self, dim)
-    nz = self != 0
-    if dim is None:
-        return nz.sum()
-    return nz.sum(dim if isinstance(dim, int) else [int(d) for d in dim])
+    return _native_count_nonzero(self, dim)
 
 
 Tensor.bincount = _bincount
@@ -66,19 +58,13 @@ def searchsorted(
     """Indices where the elements of ``input`` would be inserted into ``sorted_sequence``
     (along its last dimension) to keep it sorted."""
     kw = {"out_int32": out_int32, "right": right, "side": side}
-    if out is not None or _cf.cuda_device(sorted_sequence, input, sorter) is None:
-        return _C.searchsorted(sorted_sequence, input, sorter=sorter, out=out, **kw)
-    return _cf.via_cpu(
-        lambda s, v, so: _C.searchsorted(s, v, sorter=so, **kw), sorted_sequence, input, sorter
-    )
+    return _C.searchsorted(sorted_sequence, input, sorter=sorter, out=out, **kw)
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Index of the bucket of each element of ``input`` given sorted 1-d ``boundaries``."""
     kw = {"out_int32": out_int32, "right": right}
-    if out is not None or _cf.cuda_device(input, boundaries) is None:
-        return _C.bucketize(input, boundaries, out=out, **kw)
-    return _cf.via_cpu(lambda v, b: _C.bucketize(v, b, **kw), input, boundaries)
+    return _C.bucketize(input, boundaries, out=out, **kw)
 
 
 __all__ += ["searchsorted", "bucketize"]

@@ -229,7 +229,7 @@ def corrcoef(input):
     stddev = c.diagonal().sqrt()
     c = c / stddev.reshape(-1, 1)
     c = c / stddev.reshape(1, -1)
-    return _cf.clamp(c, -1, 1)
+    return c.clamp(-1, 1)
 
 
 # ----------------------------------------------------------------------------- trapezoid
@@ -301,8 +301,8 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 
 
 def _cumsum(t, dim):
-    """``t.cumsum(dim)`` (a CPU kernel only: a CUDA ``t`` goes through the CPU)."""
-    return _cf.via_cpu(lambda a: a.cumsum(dim), t)
+    """``t.cumsum(dim)`` (on the tensor's device)."""
+    return t.cumsum(dim)
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):

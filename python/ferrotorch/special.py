@@ -7,7 +7,6 @@ approximations with tensor ops)."""
 import math
 
 from ferrotorch import _C
-from ferrotorch import _cuda_fallback as _cf
 from ferrotorch import _special_bessel as _sb
 from ferrotorch._compare import logit as _logit
 
@@ -187,9 +186,9 @@ def log_ndtr(input, *, out=None):
     far = 20.0 if x.dtype == _C.float64 else 10.0
     # Each branch sees its input clamped to its own range, so no branch produces inf/NaN
     # values or gradients that the selection would multiply by zero.
-    hi = _cf.clamp_min(x, -1.0)
-    mid = _cf.clamp(x, -far, -1.0)
-    lo = _cf.clamp_max(x, -far)
+    hi = x.clamp_min(-1.0)
+    mid = x.clamp(-far, -1.0)
+    lo = x.clamp_max(-far)
     upper = (-(hi * _SQRT1_2).erfc() * 0.5).log1p()
     middle = ((mid * -_SQRT1_2).erfc() * 0.5).log()
     inv2 = lo.square().reciprocal()
@@ -214,13 +213,13 @@ def _i0_parts(x):
     """(small, large, switch): the series value for |x| <= 30 and the asymptotic sum without
     its e^|x| / sqrt(2 pi |x|) factor for |x| > 30, each on a clamped copy of |x|."""
     a = x.abs()
-    small = _cf.clamp_max(a, _I0_SWITCH)
+    small = a.clamp_max(_I0_SWITCH)
     y = small.square() * 0.25
     # Nested as 1 + y/1^2 (1 + y/2^2 (1 + ...)): no tiny 1/(k!)^2 coefficients (float32).
     series = _scalar(1.0, x)
     for k in range(_I0_TERMS - 1, 0, -1):
         series = series * y * (1.0 / (k * k)) + 1.0
-    large = _cf.clamp_min(a, _I0_SWITCH)
+    large = a.clamp_min(_I0_SWITCH)
     term = _scalar(1.0, x)
     asym = _scalar(1.0, x)
     for k in range(1, 20):
@@ -242,7 +241,7 @@ def i0e(input, *, out=None):
     """The exponentially scaled ``i0``: ``exp(-|x|) * i0(x)``."""
     x = _floating(input)
     series, asym, _, small = _i0_parts(x)
-    scaled = series * (-_cf.clamp_max(x.abs(), _I0_SWITCH)).exp()
+    scaled = series * (-x.abs().clamp_max(_I0_SWITCH)).exp()
     return _out(_C.where(small, scaled, asym), out)
 
 
@@ -357,7 +356,7 @@ def multigammaln(input, p, *, out=None):
     x = _floating(input)
     if p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
-    if x.numel() > 0 and not bool(_cf.all_true(x > (p - 1) / 2)):
+    if x.numel() > 0 and not bool((x > (p - 1) / 2).all()):
         raise RuntimeError(
             f"All elements must be greater than (p-1)/2 = {(p - 1) / 2} (multigammaln)")
     j = _C.arange(p, dtype=x.dtype, device=x.device)

@@ -4,7 +4,6 @@ where and sums, the CPU round trip), run here on CPU tensors against the native 
 replace: same values (bit for bit where the arithmetic is the same) and same gradients.
 test_cuda_python_ops.py runs the public functions on a GPU."""
 
-import math
 
 import numpy as np
 import pytest
@@ -175,45 +174,6 @@ def test_adaptive_bins():
     assert F._adaptive_bins(5, 2) == ([[0, 1, 2], [2, 3, 4]], 3)
     assert F._adaptive_bins(3, 5) == ([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]], 2)
     assert F._adaptive_bins(4, 3) == ([[0, 1], [1, 2], [2, 3]], 2)
-
-
-@pytest.mark.parametrize("lo,hi", [(-0.5, 0.5), (None, 0.2), (-0.3, None), (0.0, 0.0)])
-def test_clamp_where_matches_clamp(lo, hi):
-    a = RNG.standard_normal(40)
-    a[:3] = [math.nan, -0.5, 0.5]
-
-    def native(x):
-        return x.clamp(lo, hi)
-
-    x1, x2 = leaf(a, torch.float64), leaf(a, torch.float64)
-    y1, y2 = native(x1), cf.clamp_where(x2, lo, hi)
-    np.testing.assert_array_equal(npy(y2), npy(y1))  # NaN stays NaN
-    g = torch.from_numpy(RNG.standard_normal(40))
-    (g1,) = torch.autograd.grad((y1 * g).sum(), [x1])
-    (g2,) = torch.autograd.grad((y2 * g).sum(), [x2])
-    # the same gradient except at NaN (native: 0; where: passed through)
-    np.testing.assert_array_equal(npy(g2)[1:], npy(g1)[1:])
-    assert cf.clamp(x1, lo, hi).grad_fn is not None  # CPU: the native op
-    i = torch.tensor([-3, 0, 4, 9])
-    np.testing.assert_array_equal(cf.clamp_where(i, 0, 5).numpy(), [0, 0, 4, 5])
-    assert cf.clamp_where(i, 0, 5).dtype == torch.int64
-
-
-def test_counted_all_any_match_native():
-    for a in (
-        np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0]]),
-        np.ones((2, 3)),
-        np.zeros((2, 0)),
-        np.array([[True, False], [False, False]]),
-    ):
-        t = torch.from_numpy(a)
-        assert bool(cf.all_true_counted(t)) == bool(t.all())
-        for d in range(t.ndim):
-            for k in (False, True):
-                np.testing.assert_array_equal(
-                    cf.any_true_counted(t, d, k).numpy(), t.any(d, keepdim=k).numpy()
-                )
-        assert bool(cf.all_true(t)) == bool(t.all())
 
 
 def test_via_cpu_and_to_device():

@@ -16,7 +16,6 @@ through them: the margin / likelihood losses PyTorch has beyond the common ones
 import math
 
 from ferrotorch import _C
-from ferrotorch import _cuda_fallback as _cf
 from ferrotorch.nn.functional import (
     _float_mask,
     _inplace_src,
@@ -116,7 +115,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError("var is of incorrect size")
     _check_reduction(reduction, "{} is not valid")
     # Clamped values with the identity gradient: c + (var - var) is exactly c.
-    clamped = _cf.clamp_min(var.detach(), eps)
+    clamped = var.detach().clamp_min(eps)
     var = clamped + (var - var.detach())
     d = input - target
     loss = (var.log() + d * d / var) * 0.5
@@ -132,7 +131,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     zeros = _C.zeros_like(input)
-    margin_clamp = _cf.clamp_min(margin - input, 0.0)
+    margin_clamp = (margin - input).clamp_min(0.0)
     output_margin = _C.where(target != 1, margin_clamp, zeros)
     output_self = _C.where(target != -1, input, zeros)
     return _reduce(output_margin + output_self, reduction)
@@ -266,7 +265,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     dist_neg = distance_function(anchor, negative)
     if swap:
         dist_neg = dist_neg.minimum(distance_function(positive, negative))
-    loss = _cf.clamp_min(margin + dist_pos - dist_neg, 0.0)
+    loss = (margin + dist_pos - dist_neg).clamp_min(0.0)
     return _reduce(loss, reduction)
 
 

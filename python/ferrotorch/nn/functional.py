@@ -11,7 +11,6 @@ import math
 import warnings
 
 from ferrotorch import _C
-from ferrotorch import _cuda_fallback as _cf
 from ferrotorch.autograd import Function
 
 Tensor = _C.Tensor
@@ -325,8 +324,7 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
     from ferrotorch.autograd.grad_mode import no_grad
 
     with no_grad():
-        # (unique has a CPU kernel only; the few indices go there and back)
-        idx = _cf.via_cpu(lambda t: t.reshape(-1).unique(), input).to(weight.device)
+        idx = input.reshape(-1).unique().to(weight.device)
         rows = weight.index_select(0, idx)
         norms = rows.abs().pow(norm_type).sum(1, keepdim=True).pow(1.0 / norm_type)
         scale = _C.where(norms > max_norm, max_norm / (norms + 1e-7), _scalar(1.0, norms))
@@ -381,7 +379,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
                         reduction="mean"):
     """``max(0, -y (x1 - x2) + margin)``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(_cf.clamp_min(-target * (input1 - input2) + margin, 0.0), reduction)
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0.0), reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -395,7 +393,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     cos = prod / mag.sqrt()
     zeros = cos * 0
     pos = _C.where(target == 1, 1 - cos, zeros)
-    neg = _C.where(target == -1, _cf.clamp_min(cos - margin, 0.0), zeros)
+    neg = _C.where(target == -1, (cos - margin).clamp_min(0.0), zeros)
     return _reduce(pos + neg, reduction)
 
 
@@ -408,7 +406,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
-    return _reduce(_cf.clamp_min(margin + d_pos - d_neg, 0.0), reduction)
+    return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -743,7 +741,7 @@ class _BinaryCrossEntropy(Function):
             grad = grad * weight
         grad_input = grad_target = None
         if ctx.needs_input_grad[0]:
-            denom = _cf.clamp_min((1 - input) * input, 1e-12)
+            denom = ((1 - input) * input).clamp_min(1e-12)
             grad_input = grad * (input - target) / denom
         if ctx.needs_input_grad[1]:
             floor = _scalar(-100.0, input)
@@ -2085,7 +2083,7 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     win = _depth_windows(vals.detach(), d_out, k[0], s[0], p[0], d[0], -math.inf)
     tap = win.argmax(-1)
     pos = _C.arange(d_out, device=input.device).reshape(1, d_out, 1, 1) * s[0] - p[0]
-    dsrc = _cf.clamp(tap * d[0] + pos, 0, depth - 1)
+    dsrc = (tap * d[0] + pos).clamp(0, depth - 1)
     flat = dsrc * (h_in * w_in) + idx.gather(1, dsrc)
     out = vals.gather(1, dsrc)
     return out.reshape(*lead, d_out, h_out, w_out), flat.reshape(*lead, d_out, h_out, w_out)
