@@ -1258,7 +1258,12 @@ pub fn rms_norm_backward(
     rstd: &Tensor,
     need: [bool; 3],
 ) -> Result<NormGrads> {
-    let zeros = Tensor::zeros(rstd.shape(), rstd.dtype()).to_device(rstd.device())?;
+    let zeros = Tensor::full_on(
+        rstd.device(),
+        rstd.shape(),
+        crate::Scalar::Int(0),
+        rstd.dtype(),
+    )?;
     rows_backward_op(
         grad_out,
         input,

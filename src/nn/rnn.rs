@@ -106,7 +106,12 @@ fn part(t: &Tensor, k: usize, h: usize) -> Result<Tensor> {
 fn or_zeros(g: Option<&Tensor>, like: &Tensor) -> Result<Tensor> {
     match g {
         Some(g) => Ok(g.clone()),
-        None => Tensor::zeros(like.shape(), like.dtype()).to_device(like.device()),
+        None => Tensor::full_on(
+            like.device(),
+            like.shape(),
+            crate::Scalar::Int(0),
+            like.dtype(),
+        ),
     }
 }
 

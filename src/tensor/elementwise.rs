@@ -623,8 +623,12 @@ impl Tensor {
             IsNan | IsInf | IsFinite | IsPosInf | IsNegInf => {
                 if !dt.is_floating_point() {
                     let v = matches!(op, IsFinite);
-                    return Tensor::full(self.shape(), Scalar::Bool(v), DType::Bool)
-                        .to_device(self.device());
+                    return Tensor::full_on(
+                        self.device(),
+                        self.shape(),
+                        Scalar::Bool(v),
+                        DType::Bool,
+                    );
                 }
                 let x = self.to_dtype(dt.compute_dtype());
                 return with_float_dtype!(
@@ -2249,8 +2253,7 @@ impl Tensor {
         let out = self.copysign_raw(other)?;
         self.record_binary_misc("CopysignBackward0", other, &out, |g, a, b| {
             // d/da |a| sign(b) = sign(a) sign(b) (0 at a = 0); no gradient for `other`.
-            let sb = Tensor::ones(b.shape(), DType::F64)
-                .to_device(b.device())?
+            let sb = Tensor::full_on(b.device(), b.shape(), crate::Scalar::Int(1), DType::F64)?
                 .copysign_raw(&TensorOrScalar::Tensor(b.clone()))?;
             Ok((
                 Some(gmul(g, &gmul(&a.unary(UnaryOp::Sign)?, &sb)?)?),

@@ -88,7 +88,7 @@ fn exclusive_prods(x: &Tensor) -> Result<Tensor> {
     let n = x.shape()[nd - 1] as i64;
     let mut os = x.shape().to_vec();
     os[nd - 1] = 1;
-    let ones = Tensor::ones(&os, x.dtype()).to_device(x.device())?;
+    let ones = Tensor::full_on(x.device(), &os, crate::Scalar::Int(1), x.dtype())?;
     let left = cat(&[ones.clone(), x.narrow(-1, 0, n - 1)?], -1)?.cumprod(-1, None)?;
     let rev = x.narrow(-1, 1, n - 1)?.flip(&[-1])?;
     let right = cat(&[ones, rev], -1)?.cumprod(-1, None)?.flip(&[-1])?;
@@ -125,7 +125,7 @@ fn cumprod_backward_zeros(g: &Tensor, x: &Tensor, d: usize) -> Result<Tensor> {
     let di = d as i64;
     let mut os = x.shape().to_vec();
     os[d] = 1;
-    let ones = Tensor::ones(&os, x.dtype()).to_device(x.device())?;
+    let ones = Tensor::full_on(x.device(), &os, crate::Scalar::Int(1), x.dtype())?;
     let mut terms = Vec::with_capacity(n as usize);
     for k in 0..n {
         let omitted = if k < n - 1 {
@@ -562,7 +562,8 @@ impl Tensor {
                                 Tensor::zeros(x.shape(), dt)
                             }
                             .to_device(x.device())?;
-                            let ones = Tensor::ones(s.shape(), dt).to_device(s.device())?;
+                            let ones =
+                                Tensor::full_on(s.device(), s.shape(), crate::Scalar::Int(1), dt)?;
                             let n = base.scatter_add(dim, &index, &ones)?;
                             let z = cmp_mask(&n, &Tensor::zeros(&[], dt), BinaryOp::Eq, dt)?;
                             add(&n, &z)
@@ -630,8 +631,7 @@ fn scatter_prod_backward(
     let src_zero = no_grad(|| s.binary(&z0, BinaryOp::Eq))?;
     let src_zero_f = no_grad(|| src_zero.cast(dt))?;
     let nz = no_grad(|| {
-        Tensor::zeros(x.shape(), dt)
-            .to_device(x.device())?
+        Tensor::full_on(x.device(), x.shape(), crate::Scalar::Int(0), dt)?
             .scatter_add(dim, index, &src_zero_f)?
             .gather(dim, index)
     })?;

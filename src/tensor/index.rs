@@ -987,7 +987,12 @@ impl Tensor {
         let vals = index_values(index, "gather")?;
         let (d, l, ishape) = self.gather_checks(dim, index, "gather")?;
         if index.numel() == 0 {
-            return Tensor::zeros(index.shape(), self.dtype()).to_device(self.device());
+            return Tensor::full_on(
+                self.device(),
+                index.shape(),
+                crate::Scalar::Int(0),
+                self.dtype(),
+            );
         }
         let size = l.shape[d];
         check_bounds(&vals, size, false, |v| {
@@ -1248,8 +1253,12 @@ impl Tensor {
                 scatter_offsets(&out, offsets.clone(), &vals, true)?;
                 // Elements per position (self counts once with include_self); positions that
                 // received nothing divide by 1.
-                let count = Tensor::full(out.shape(), Scalar::Int(include_self as i64), DType::I64)
-                    .to_device(out.device())?;
+                let count = Tensor::full_on(
+                    out.device(),
+                    out.shape(),
+                    Scalar::Int(include_self as i64),
+                    DType::I64,
+                )?;
                 let ones = Tensor::scalar(Scalar::Int(1), DType::I64).broadcast_to(&[k])?;
                 scatter_offsets(&count, offsets, &ones, true)?;
                 let count = count.binary_scalar(Scalar::Int(1), super::BinaryOp::Maximum, false)?;

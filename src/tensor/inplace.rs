@@ -149,7 +149,12 @@ impl Tensor {
                 let Some(g) = &grads[0] else {
                     return Ok(vec![None]);
                 };
-                let gb = Tensor::zeros(&base_shape_for_view, g.dtype()).to_device(g.device())?;
+                let gb = Tensor::full_on(
+                    g.device(),
+                    &base_shape_for_view,
+                    crate::Scalar::Int(0),
+                    g.dtype(),
+                )?;
                 crate::no_grad(|| gb.with_layout(place.clone()).copy_raw(g))?;
                 Ok(vec![Some(gb)])
             }),
@@ -184,7 +189,8 @@ impl Tensor {
                     let Some(g) = &grads[0] else {
                         return Ok(vec![None, None]);
                     };
-                    let zero = Tensor::zeros(g.shape(), g.dtype()).to_device(g.device())?;
+                    let zero =
+                        Tensor::full_on(g.device(), g.shape(), crate::Scalar::Int(0), g.dtype())?;
                     Ok(vec![Some(zero), Some(g.clone())])
                 }),
             );

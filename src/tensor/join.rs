@@ -55,7 +55,9 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
                     }
                     let r = match p {
                         Some((s, l)) => g.narrow(d, *s, *l)?,
-                        None => Tensor::zeros(&[0], g.dtype()).to_device(g.device())?,
+                        None => {
+                            Tensor::full_on(g.device(), &[0], crate::Scalar::Int(0), g.dtype())?
+                        }
                     };
                     Ok(Some(if r.dtype() != dt { r.cast(dt)? } else { r }))
                 })
@@ -92,7 +94,7 @@ fn cat_raw(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         .collect();
     let Some(&(_, first)) = parts.first() else {
         let device = tensors.first().map_or(crate::Device::Cpu, |t| t.device());
-        return Tensor::zeros(&[0], dtype).to_device(device);
+        return Tensor::full_on(device, &[0], crate::Scalar::Int(0), dtype);
     };
     let nd = first.ndim();
     let d = normalize_dim(dim, nd)?;
@@ -608,7 +610,8 @@ impl Tensor {
         match self.ndim() {
             1 => {
                 let n = self.numel() + k.unsigned_abs() as usize;
-                let out = Tensor::zeros(&[n, n], self.dtype()).to_device(self.device())?;
+                let out =
+                    Tensor::full_on(self.device(), &[n, n], crate::Scalar::Int(0), self.dtype())?;
                 out.diagonal(k, 0, 1)?.copy_(self)?;
                 Ok(out)
             }
@@ -646,7 +649,7 @@ impl Tensor {
                 }
             })
             .collect();
-        let out = Tensor::zeros(&shape, self.dtype()).to_device(self.device())?;
+        let out = Tensor::full_on(self.device(), &shape, crate::Scalar::Int(0), self.dtype())?;
         out.diagonal(offset, a as i64, b as i64)?.copy_(self)?;
         Ok(out)
     }

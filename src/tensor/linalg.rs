@@ -1023,7 +1023,7 @@ fn sum_labels(t: &Tensor, labels: &[usize], which: &[usize]) -> Result<(Tensor, 
     let ssz: usize = summed.iter().map(|&d| t.shape()[d]).product();
     let ksz: i64 = kshape.iter().product();
     let x = t.permute(&perm)?.reshape(&[ksz, ssz as i64])?;
-    let ones = Tensor::ones(&[ssz, 1], t.dtype()).to_device(t.device())?;
+    let ones = Tensor::full_on(t.device(), &[ssz, 1], crate::Scalar::Int(1), t.dtype())?;
     let r = matmul_core(&x, &ones, None)?.reshape(&kshape)?;
     Ok((r, kept.iter().map(|&d| labels[d]).collect()))
 }

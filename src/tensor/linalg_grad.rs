@@ -536,7 +536,7 @@ impl Tensor {
                             let e = add(&e, &eye(n, dt)?.to_device(e.device())?)?;
                             div(&skew, &e)?
                         }
-                        None => Tensor::zeros(&[n, n], dt).to_device(w.device())?,
+                        None => Tensor::full_on(w.device(), &[n, n], crate::Scalar::Int(0), dt)?,
                     };
                     if let Some(gw) = gw {
                         inner = add(&inner, &diag_mat(gw)?)?;
@@ -574,7 +574,9 @@ impl Tensor {
                     }
                     let (q, r) = saved.get()?.linalg_qr("reduced")?;
                     let dt = q.dtype();
-                    let zeros = |t: &Tensor| Tensor::zeros(t.shape(), dt).to_device(t.device());
+                    let zeros = |t: &Tensor| {
+                        Tensor::full_on(t.device(), t.shape(), crate::Scalar::Int(0), dt)
+                    };
                     let gq = gq.map_or_else(|| zeros(&q), Ok)?;
                     let gr = gr.map_or_else(|| zeros(&r), Ok)?;
                     // TensorFlow's QrGrad.
@@ -656,7 +658,7 @@ impl Tensor {
                     };
                     if gu.is_none() && gv.is_none() {
                         let gs = gs.map_or_else(
-                            || Tensor::zeros(s.shape(), dt).to_device(s.device()),
+                            || Tensor::full_on(s.device(), s.shape(), crate::Scalar::Int(0), dt),
                             Ok,
                         )?;
                         return Ok(vec![Some(u.matmul(&diag_mat(&gs)?)?.matmul(&vh)?)]);
@@ -664,11 +666,11 @@ impl Tensor {
                     // Real case of PyTorch's svd_backward.
                     let ut_gu = match &gu {
                         Some(g) => u.mt()?.matmul(g)?,
-                        None => Tensor::zeros(&[k, k], dt).to_device(s.device())?,
+                        None => Tensor::full_on(s.device(), &[k, k], crate::Scalar::Int(0), dt)?,
                     };
                     let vt_gv = match &gv {
                         Some(g) => v.mt()?.matmul(g)?,
-                        None => Tensor::zeros(&[k, k], dt).to_device(s.device())?,
+                        None => Tensor::full_on(s.device(), &[k, k], crate::Scalar::Int(0), dt)?,
                     };
                     let s2 = mul(&s, &s)?;
                     // E_ij = s_j^2 - s_i^2, 1 on the diagonal.
@@ -811,7 +813,8 @@ fn lu_backward(
 ) -> Result<Tensor> {
     let (m, n) = (l.shape()[l.ndim() - 2], u.shape()[u.ndim() - 1]);
     let k = m.min(n) as i64;
-    let zeros = |t: &Tensor| Tensor::zeros(t.shape(), t.dtype()).to_device(t.device());
+    let zeros =
+        |t: &Tensor| Tensor::full_on(t.device(), t.shape(), crate::Scalar::Int(0), t.dtype());
     let gl = match gl {
         Some(g) => g,
         None => zeros(l)?,

@@ -247,8 +247,8 @@ impl Tensor {
                         _ => Scalar::Float(f64::NAN),
                     };
                     return Ok((
-                        Tensor::full(&[], v, self.dtype()).to_device(self.device())?,
-                        Tensor::full(&[], Scalar::Int(0), DType::I64).to_device(self.device())?,
+                        Tensor::full_on(self.device(), &[], v, self.dtype())?,
+                        Tensor::full_on(self.device(), &[], Scalar::Int(0), DType::I64)?,
                     ));
                 }
                 let flat = self.reshape(&[-1])?;
@@ -315,11 +315,13 @@ impl Tensor {
                 )?
             }
         } else {
-            Tensor::full(&[], Scalar::Int((n - 1) / 2), DType::I64)
-                .to_device(self.device())?
-                .reshape(&vec![1; line_shape.len()])?
-                .broadcast_to(&line_shape.iter().map(|&s| s as usize).collect::<Vec<_>>())?
-                .contiguous()
+            let line_shape: Vec<usize> = line_shape.iter().map(|&s| s as usize).collect();
+            Tensor::full_on(
+                self.device(),
+                &line_shape,
+                Scalar::Int((n - 1) / 2),
+                DType::I64,
+            )?
         };
         let (v, i) = (
             vals.gather_raw(d as i64, &pos)?,
@@ -537,7 +539,7 @@ impl Tensor {
                 .narrow(0, 1, m)?
                 .binary(&sorted.narrow(0, 0, m)?, super::BinaryOp::Ne)?
         } else {
-            Tensor::zeros(&[0], DType::Bool).to_device(device)?
+            Tensor::full_on(device, &[0], crate::Scalar::Int(0), DType::Bool)?
         };
         let flags = new_run.to_vec::<bool>()?;
         let mut starts: Vec<i64> = if n > 0 { vec![0] } else { vec![] };
@@ -553,7 +555,7 @@ impl Tensor {
         let values = sorted.index_select_raw(0, &to_dev(starts.clone())?)?;
         let inverse = if return_inverse {
             // Run number of each sorted element: 0, then the running count of new runs.
-            let group = Tensor::full(&[n], Scalar::Int(0), DType::I64).to_device(device)?;
+            let group = Tensor::full_on(device, &[n], Scalar::Int(0), DType::I64)?;
             if n > 1 {
                 let runs = new_run.to_dtype(DType::I64).cumsum_raw(0, None)?;
                 group.narrow(0, 1, m)?.copy_raw(&runs)?;
@@ -561,7 +563,7 @@ impl Tensor {
             let inv = match perm {
                 None => group,
                 Some(p) => {
-                    let inv = Tensor::full(&[n], Scalar::Int(0), DType::I64).to_device(device)?;
+                    let inv = Tensor::full_on(device, &[n], Scalar::Int(0), DType::I64)?;
                     inv.scatter_raw_(0, &p, &super::index::TensorOrScalar::Tensor(group))?;
                     inv
                 }
@@ -774,7 +776,7 @@ impl Tensor {
                 Some(w) if w.dtype() == DType::F32 => DType::F32,
                 Some(_) => DType::F64,
             };
-            let out = Tensor::zeros(&[len], out_dt).to_device(self.device())?;
+            let out = Tensor::full_on(self.device(), &[len], crate::Scalar::Int(0), out_dt)?;
             let ones = Tensor::scalar(Scalar::Int(1), out_dt).broadcast_to(&[x.len()])?;
             let offsets: Vec<usize> = x.iter().map(|&v| v as usize).collect();
             let vals = weights.map_or(ones, |w| w.to_dtype(out_dt));
@@ -917,7 +919,7 @@ impl Tensor {
             .masked_select_raw(&inside)?
             .to_dtype(DType::I64)
             .binary_scalar(Scalar::Int(nb as i64 - 1), B::Minimum, false)?;
-        let counts = Tensor::zeros(&[nb], DType::F64).to_device(self.device())?;
+        let counts = Tensor::full_on(self.device(), &[nb], crate::Scalar::Int(0), DType::F64)?;
         let ones = Tensor::scalar(Scalar::Int(1), DType::F64)
             .to_device(self.device())?
             .broadcast_to(pos.shape())?;
