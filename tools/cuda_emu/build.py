@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Build the CPU CUDA emulator: fake libcuda.so / libnvrtc.so / libcublas.so in OUT_DIR.
+"""Build the CPU CUDA emulator: fake libcuda.so / libnvrtc.so / libcublas.so /
+libcusolver.so in OUT_DIR.
 
 Every cuda_kernels/*.cu is compiled as C++ (tools/cuda_emu/ft_emu.h stands in for the device),
 its `extern "C" __global__` kernels are found by preprocessing, and a registry maps each name
@@ -24,7 +25,7 @@ CXX = os.environ.get("CXX", "g++")
 FLAGS = ["-std=c++17", "-fPIC", "-g0", "-w", "-fno-strict-aliasing",
          f"-I{EMU / 'include'}", f"-I{EMU}", f"-I{KERNELS}"]
 OPT = ["-O1"]
-LIB_OPT = {"libcublas.so": ["-O2"]}
+LIB_OPT = {"libcublas.so": ["-O2"], "libcusolver.so": ["-O2"]}
 
 # `extern __shared__ [__align__(n)] T name[];` -> a pointer to the launch's dynamic shared memory.
 EXTERN_SHARED = re.compile(
@@ -69,6 +70,16 @@ def compile_unit(tu: Path, names: list[str], cu_name: str, obj: Path) -> Path:
     return obj
 
 
+def link_lib(out: Path, lib: str, srcs: list[Path]) -> Path:
+    """Build one shared library from sources (also used alone by test_fake_linalg.py)."""
+    target = out / lib
+    if newer(target, *srcs, EMU / "ft_emu.h", EMU / "ft_emu_runtime.h"):
+        opt = LIB_OPT.get(lib, OPT)
+        subprocess.run([CXX, *FLAGS, *opt, "-shared", f"-Wl,-soname,{lib}", "-o", str(target),
+                        *map(str, srcs), "-lpthread"], check=True)
+    return target
+
+
 def main() -> int:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "cuda_emu"
     gen = out / "gen"
@@ -102,13 +113,10 @@ def main() -> int:
         "libcuda.so": [EMU / "libcuda.cpp", EMU / "fibers.cpp", reg, *objs],
         "libnvrtc.so": [EMU / "libnvrtc.cpp"],
         "libcublas.so": [EMU / "libcublas.cpp"],
+        "libcusolver.so": [EMU / "libcusolver.cpp"],
     }
     for lib, srcs in libs.items():
-        target = out / lib
-        if newer(target, *srcs, EMU / "ft_emu.h", EMU / "ft_emu_runtime.h"):
-            opt = LIB_OPT.get(lib, OPT)
-            subprocess.run([CXX, *FLAGS, *opt, "-shared", f"-Wl,-soname,{lib}", "-o", str(target),
-                            *map(str, srcs), "-lpthread"], check=True)
+        link_lib(out, lib, srcs)
     print(f"CUDA emulator: {len(seen)} kernels from {len(files)} files in {out}")
     return 0
 
