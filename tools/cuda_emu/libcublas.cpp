@@ -1,8 +1,10 @@
 // libcublas.cpp: the cuBLAS calls ferrotorch makes (GemmEx and its strided-batched form),
 // run on the CPU in column-major order as cuBLAS defines them, with a float accumulator for
 // f32/f16/bf16 and double for f64. TF32 compute is emulated by rounding the operands to
-// TF32 (10-bit mantissa), so tests of the allow_tf32 switch see its effect.
+// TF32 (10-bit mantissa), so tests of the allow_tf32 switch see its effect. Also the
+// triangular solve trsm (f32/f64), computed in double.
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -91,6 +93,56 @@ cublasStatus_t gemm(int ta, int tb, int m, int n, int k, const void* alpha, cons
     return CUBLAS_STATUS_SUCCESS;
 }
 
+// trsm: op(A) X = alpha B (side LEFT) or X op(A) = alpha B (RIGHT); B (m x n) becomes X.
+// Both reduce to solving M x = b with a dense triangular k x k M: for LEFT, M = op(A) and the
+// columns of B are the right-hand sides; for RIGHT, M = op(A)^T and the rows of B are.
+template <class T>
+cublasStatus_t trsm(int side, int uplo, int trans, int diag, int m, int n, const T* alpha,
+                    const T* A, int lda, T* B, int ldb) {
+    const int k = side == 0 ? m : n;
+    if (side < 0 || side > 1 || uplo < 0 || uplo > 1 || trans < 0 || trans > 2 || diag < 0 ||
+        diag > 1 || m < 0 || n < 0 || lda < std::max(1, k) || ldb < std::max(1, m) || !alpha)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+    const double al = *alpha;
+    if (al == 0) {  // BLAS: B = 0 without reading A or B
+        for (int j = 0; j < n; ++j)
+            for (int i = 0; i < m; ++i) B[(size_t)j * ldb + i] = 0;
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    // M(i, j) = op(A)(i, j) for LEFT, op(A)(j, i) for RIGHT; only the stored triangle is read.
+    const bool transpose = (trans != 0) != (side == 1);
+    const bool lower = (uplo == 0) != transpose;  // which triangle of M is populated
+    std::vector<double> M((size_t)k * k, 0.0);
+    for (int j = 0; j < k; ++j)
+        for (int i = 0; i < k; ++i) {
+            if (lower ? i < j : i > j) continue;
+            const int r = transpose ? j : i, c = transpose ? i : j;
+            M[(size_t)j * k + i] = (i == j && diag == 1) ? 1.0 : (double)A[(size_t)c * lda + r];
+        }
+    std::vector<double> x(k);
+    const int systems = side == 0 ? n : m;
+    for (int s = 0; s < systems; ++s) {
+        // LEFT: column s of B (stride 1); RIGHT: row s of B (stride ldb).
+        T* b = side == 0 ? B + (size_t)s * ldb : B + s;
+        const size_t step = side == 0 ? 1 : (size_t)ldb;
+        for (int i = 0; i < k; ++i) x[i] = al * (double)b[i * step];
+        if (lower) {
+            for (int i = 0; i < k; ++i) {
+                for (int p = 0; p < i; ++p) x[i] -= M[(size_t)p * k + i] * x[p];
+                x[i] /= M[(size_t)i * k + i];
+            }
+        } else {
+            for (int i = k - 1; i >= 0; --i) {
+                for (int p = i + 1; p < k; ++p) x[i] -= M[(size_t)p * k + i] * x[p];
+                x[i] /= M[(size_t)i * k + i];
+            }
+        }
+        for (int i = 0; i < k; ++i) b[i * step] = (T)x[i];
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 int g_handle_token;
 
 }  // namespace
@@ -117,6 +169,16 @@ FT_API cublasStatus_t cublasGemmStridedBatchedEx(void*, int ta, int tb, int m, i
                                                  int) {
     return gemm(ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc,
                 batch, compute);
+}
+FT_API cublasStatus_t cublasStrsm_v2(void*, int side, int uplo, int trans, int diag, int m, int n,
+                                     const float* alpha, const float* A, int lda, float* B,
+                                     int ldb) {
+    return trsm<float>(side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb);
+}
+FT_API cublasStatus_t cublasDtrsm_v2(void*, int side, int uplo, int trans, int diag, int m, int n,
+                                     const double* alpha, const double* A, int lda, double* B,
+                                     int ldb) {
+    return trsm<double>(side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb);
 }
 FT_API const char* cublasGetStatusString(cublasStatus_t s) {
     return s == 0 ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_INVALID_VALUE (emulator)";
