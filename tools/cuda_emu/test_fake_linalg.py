@@ -469,6 +469,14 @@ def test_gesvd_bad_args(libs, handle, dtype):
     assert call("A", "A", 5, 3, 5, 5, 2) == INVALID  # ldvt < n
     assert call("A", "A", 5, 3, 5, 5, 3, lw=1) == INVALID
     assert call("N", "N", 5, 3, 5, 1, 1) == SUCCESS  # ldu/ldvt unused
+    a = np.asfortranarray(rand(np.random.default_rng(2), 5, 3))
+    s = np.zeros(3)
+    # jobu = jobvt = 'N': U and VT are not referenced (NULL is fine)
+    assert fn(solver, np.float64, "gesvd")(handle, c_byte(ord("N")), c_byte(ord("N")), 5, 3, p(a),
+                                          5, p(s), None, 1, None, 1, p(work.astype(np.float64)),
+                                          10000, None, p(info)) == SUCCESS
+    np.testing.assert_allclose(s, np.linalg.svd(rand(np.random.default_rng(2), 5, 3),
+                                                compute_uv=False), rtol=1e-12)
 
 
 def test_handles(libs):
