@@ -37,6 +37,7 @@ py-test: build $(TEST_STAMP)
 # The GPU test suite again, on the CPU CUDA emulator (tools/cuda_emu): every kernel launch,
 # argument layout and kernel body runs without a GPU. Needs g++.
 cuda-emu-test: build $(TEST_STAMP)
+	$(PY) -m pytest tools/cuda_emu/test_fake_linalg.py -q -p no:cacheprovider
 	tools/cuda_emu/run $(PY) -m pytest -m cuda tests/python -q -p no:cacheprovider
 
 test: rust-test py-test cuda-emu-test

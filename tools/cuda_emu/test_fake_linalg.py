@@ -10,7 +10,7 @@ shows. Run:  .venv/bin/python -m pytest -q tools/cuda_emu/test_fake_linalg.py
 import ctypes
 import importlib.util
 import itertools
-from ctypes import POINTER, byref, c_byte, c_int, c_void_p
+from ctypes import byref, c_byte, c_int, c_void_p
 from pathlib import Path
 
 import numpy as np
@@ -369,7 +369,8 @@ def test_syevd(libs, handle, dtype, uplo, jobz, n):
         q, _ = np.linalg.qr(x)
         a = (q @ np.diag([1.0, 1.0, 2.0, -3.0, 2.0]) @ q.T).astype(dtype)
     buf = dev(a, dtype)
-    other = np.triu(np.ones((n, n), bool), 1) if uplo == LOWER else np.tril(np.ones((n, n), bool), -1)
+    ones = np.ones((n, n), bool)
+    other = np.triu(ones, 1) if uplo == LOWER else np.tril(ones, -1)
     buf[:n][other] = np.nan  # not read
     lda = buf.shape[0]
     w = np.full(n + 1, 77.0, dtype=dtype)
@@ -493,7 +494,8 @@ def test_handles(libs):
 # ---- trsm -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("side,uplo,trans,diag", list(itertools.product([0, 1], [0, 1], [0, 1, 2], [0, 1])))
+@pytest.mark.parametrize("side,uplo,trans,diag",
+                         list(itertools.product([0, 1], [0, 1], [0, 1, 2], [0, 1])))
 def test_trsm(libs, dtype, side, uplo, trans, diag):
     _, blas = libs
     m, n = 5, 3
@@ -510,7 +512,6 @@ def test_trsm(libs, dtype, side, uplo, trans, diag):
     b = rand(rng, m, n).astype(dtype)
     bbuf = dev(b, dtype, lda=m + 1)
     alpha = np.array([-1.5], dtype=dtype)
-    ctype = ctypes.c_float if dtype == np.float32 else ctypes.c_double
     f = blas.cublasStrsm_v2 if dtype == np.float32 else blas.cublasDtrsm_v2
     st = f(None, side, uplo, trans, diag, m, n, p(alpha), p(abuf), abuf.shape[0], p(bbuf),
            bbuf.shape[0])
@@ -521,8 +522,9 @@ def test_trsm(libs, dtype, side, uplo, trans, diag):
     x = np.linalg.solve(op, rhs) if side == 0 else np.linalg.solve(op.T, rhs.T).T
     np.testing.assert_allclose(bbuf[:m], x, rtol=tol(dtype) * 10, atol=tol(dtype) * 10)
     assert np.isnan(bbuf[m:]).all()
-    assert f(None, side, uplo, trans, diag, m, n, p(alpha), p(abuf), k - 1, p(bbuf), m + 1) == CUBLAS_INVALID
-    assert f(None, side, uplo, trans, diag, m, n, p(alpha), p(abuf), k + 2, p(bbuf), m - 1) == CUBLAS_INVALID
+    args = (None, side, uplo, trans, diag, m, n, p(alpha), p(abuf))
+    assert f(*args, k - 1, p(bbuf), m + 1) == CUBLAS_INVALID
+    assert f(*args, k + 2, p(bbuf), m - 1) == CUBLAS_INVALID
     assert f(None, side, uplo, trans, diag, 0, n, p(alpha), p(abuf), k + 2, p(bbuf), 1) == 0
 
 
