@@ -9,7 +9,6 @@ import math
 import warnings
 
 from ferrotorch import _C
-from ferrotorch import _cuda_fallback as _cf
 
 Tensor = _C.Tensor
 
@@ -109,16 +108,11 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
 
 
 def _quantile_any_device(input, q, dim, keepdim, interpolation, ignore_nan):
-    """``_quantile`` for CPU or CUDA ``input``: sort, lerp and any have CPU kernels only, so
-    a CUDA input is computed on a CPU copy (q: a float, or a tensor on the input's device, as
-    PyTorch requires) and the result copied back; the copies carry the gradient."""
-    if not input.is_cuda:
-        return _quantile(input, q, dim, keepdim, interpolation, ignore_nan)
-    if isinstance(q, Tensor) and q.device != input.device:
+    """``_quantile`` on ``input``'s device (sort, gather and lerp all run there); a ``q``
+    tensor must be on that device too, as PyTorch requires."""
+    if input.is_cuda and isinstance(q, Tensor) and q.device != input.device:
         raise RuntimeError("quantile() q tensor must be on the same device as the input tensor")
-    return _cf.via_cpu(
-        lambda x, qq: _quantile(x, qq, dim, keepdim, interpolation, ignore_nan), input, q
-    )
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan)
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):

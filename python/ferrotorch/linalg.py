@@ -15,7 +15,6 @@ import math
 from collections import namedtuple
 
 from ferrotorch import _C
-from ferrotorch._cuda_fallback import via_cpu as _via_cpu  # the decompositions are CPU-only
 
 Tensor = _C.Tensor
 
@@ -128,7 +127,7 @@ def multi_dot(tensors, *, out=None):
 
 def cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along ``dim`` (inputs broadcast)."""
-    return _out(_via_cpu(lambda a, b: _C._linalg_cross(a, b, dim), input, other), out)
+    return _out(_C._linalg_cross(input, other, dim), out)
 
 
 def vecdot(x, y, *, dim=-1, out=None):
@@ -148,22 +147,22 @@ def matrix_power(A, n, *, out=None):
 
 def solve(A, B, *, left=True, out=None):
     """Solve ``A X = B`` (or ``X A = B`` with ``left=False``); batches broadcast."""
-    return _out(_via_cpu(lambda a, b: _C._linalg_solve(a, b, left), A, B), out)
+    return _out(_C._linalg_solve(A, B, left), out)
 
 
 def inv(A, *, out=None):
     """Inverse of a (batch of) square matrix; raises RuntimeError for singular input."""
-    return _out(_via_cpu(_C._linalg_inv, A), out)
+    return _out(_C._linalg_inv(A), out)
 
 
 def det(A, *, out=None):
     """Determinant of a (batch of) square matrix."""
-    return _out(_via_cpu(_C._linalg_det, A), out)
+    return _out(_C._linalg_det(A), out)
 
 
 def slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of the determinant."""
-    return _out(_slogdet_result(*_via_cpu(_C._linalg_slogdet, A)), out)
+    return _out(_slogdet_result(*_C._linalg_slogdet(A)), out)
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -174,7 +173,7 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
             raise TypeError("linalg.pinv(): pass either rcond or atol/rtol, not both")
         rtol = rcond
     atol, rtol = _float_or_none(atol), _float_or_none(rtol)
-    return _out(_via_cpu(lambda a: _C._linalg_pinv(a, atol, rtol, hermitian), A), out)
+    return _out(_C._linalg_pinv(A, atol, rtol, hermitian), out)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
@@ -182,13 +181,13 @@ def lstsq(A, B, rcond=None, *, driver=None):
     singular_values)``; which auxiliary outputs are filled depends on ``driver`` as in
     PyTorch (default ``'gelsy'``: rank only)."""
     rcond = _float_or_none(rcond)
-    return _lstsq_result(*_via_cpu(lambda a, b: _C._linalg_lstsq(a, b, rcond, driver), A, B))
+    return _lstsq_result(*_C._linalg_lstsq(A, B, rcond, driver))
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Number of singular values above ``max(atol, rtol * largest)`` (int64)."""
     atol, rtol = _float_or_none(atol), _float_or_none(rtol)
-    return _out(_via_cpu(lambda a: _C._linalg_matrix_rank(a, atol, rtol, hermitian), A), out)
+    return _out(_C._linalg_matrix_rank(A, atol, rtol, hermitian), out)
 
 
 def _float_or_none(x):
@@ -208,33 +207,33 @@ def _float_or_none(x):
 
 def cholesky(A, *, upper=False, out=None):
     """Cholesky factor ``L`` (``A = L L^T``), or ``U`` with ``upper=True``."""
-    return _out(_via_cpu(lambda a: _C._linalg_cholesky(a, upper), A), out)
+    return _out(_C._linalg_cholesky(A, upper), out)
 
 
 def qr(A, mode="reduced", *, out=None):
     """QR decomposition; ``mode`` is ``'reduced'``, ``'complete'`` or ``'r'``."""
-    return _out(_qr_result(*_via_cpu(lambda a: _C._linalg_qr(a, mode), A)), out)
+    return _out(_qr_result(*_C._linalg_qr(A, mode)), out)
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """``(U, S, Vh)`` with ``A = U diag(S) Vh``, ``S`` descending."""
-    return _out(_svd_result(*_via_cpu(lambda a: _C._linalg_svd(a, full_matrices), A)), out)
+    return _out(_svd_result(*_C._linalg_svd(A, full_matrices)), out)
 
 
 def svdvals(A, *, driver=None, out=None):
     """Singular values, descending."""
-    return _out(_via_cpu(_C._linalg_svdvals, A), out)
+    return _out(_C._linalg_svdvals(A), out)
 
 
 def eigh(A, UPLO="L", *, out=None):
     """Eigen-decomposition of a symmetric matrix: eigenvalues ascending, eigenvectors as
     columns. Only the ``UPLO`` triangle is read."""
-    return _out(_eigh_result(*_via_cpu(lambda a: _C._linalg_eigh(a, UPLO, True), A)), out)
+    return _out(_eigh_result(*_C._linalg_eigh(A, UPLO, True)), out)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a symmetric matrix."""
-    return _out(_via_cpu(lambda a: _C._linalg_eigh(a, UPLO, False)[0], A), out)
+    return _out(_C._linalg_eigh(A, UPLO, False)[0], out)
 
 
 # ------------------------------------------------------------------------ triangular systems, LU
@@ -245,8 +244,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     ``upper`` (or lower) triangle of ``A`` is read, and ``unitriangular`` takes its diagonal
     as ones. Batches broadcast."""
     return _out(
-        _via_cpu(lambda a, b: _C._linalg_solve_triangular(a, b, upper, left, unitriangular),
-                 A, B),
+        _C._linalg_solve_triangular(A, B, upper, left, unitriangular),
         out,
     )
 
@@ -275,7 +273,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """``(LU, pivots, info)``: the LU factorisation with partial pivoting in LAPACK's packed
     form, 1-based int32 ``pivots`` and ``info`` (0, or the first zero pivot of ``U``)."""
     _check_pivot("linalg.lu_factor", pivot)
-    LU, pivots, info = _via_cpu(_C._linalg_lu_factor, A)
+    LU, pivots, info = _C._linalg_lu_factor(A)
     if check_errors:
         _check_lu_info("torch.linalg.lu_factor_ex", info, A.dim() > 2)
     return _out(_lu_factor_ex_result(LU, pivots, info), out)
@@ -291,7 +289,7 @@ def lu_factor(A, *, pivot=True, out=None):
 def lu(A, *, pivot=True, out=None):
     """``(P, L, U)`` with ``A = P L U``: ``L`` unit lower (m x k), ``U`` upper (k x n)."""
     _check_pivot("linalg.lu", pivot)
-    return _out(_lu_result(*_via_cpu(_C._linalg_lu, A)), out)
+    return _out(_lu_result(*_C._linalg_lu(A)), out)
 
 
 def _lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
@@ -631,7 +629,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
         r = _composed_vector_norm(x, ord, dims, keepdim)
         if r is not None:
             return _out(r, out)
-    return _out(_via_cpu(lambda t: _C._linalg_vector_norm(t, ord, dims, keepdim), x), out)
+    return _out(_C._linalg_vector_norm(x, ord, dims, keepdim), out)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
@@ -654,7 +652,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         and d[0] % A.dim() != d[1] % A.dim()
     ):
         return _out(vector_norm(A, 2, d, keepdim), out)
-    return _out(_via_cpu(lambda a: _C._linalg_matrix_norm(a, ord, d, keepdim), A), out)
+    return _out(_C._linalg_matrix_norm(A, ord, d, keepdim), out)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
@@ -783,7 +781,7 @@ def _torch_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 
 def _torch_slogdet(A):
-    return _torch_slogdet_result(*_via_cpu(_C._linalg_slogdet, A))
+    return _torch_slogdet_result(*_C._linalg_slogdet(A))
 
 
 def _torch_svd(input, some=True, compute_uv=True, *, out=None):
@@ -795,13 +793,13 @@ def _torch_svd(input, some=True, compute_uv=True, *, out=None):
             U, Vh = _C.zeros_like(U), _C.zeros_like(Vh)
         return U, S, _mT(Vh)
 
-    return _out(_torch_svd_result(*_via_cpu(svd_, input)), out)
+    return _out(_torch_svd_result(*svd_(input)), out)
 
 
 def _torch_qr(input, some=True, *, out=None):
     """Deprecated ``torch.qr``."""
     mode = "reduced" if some else "complete"
-    return _out(_torch_qr_result(*_via_cpu(lambda a: _C._linalg_qr(a, mode), input)), out)
+    return _out(_torch_qr_result(*_C._linalg_qr(input, mode)), out)
 
 
 def _cholesky_inverse(L, upper=False, *, out=None):
@@ -812,7 +810,7 @@ def _cholesky_inverse(L, upper=False, *, out=None):
         t = t.triu() if upper else t.tril()
         return _C._linalg_inv(_mT(t) @ t if upper else t @ _mT(t))
 
-    return _out(_via_cpu(inverse, L), out)
+    return _out(inverse(L), out)
 
 
 # Tensor methods whose PyTorch results are named tuples or have Python-level semantics.

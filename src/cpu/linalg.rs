@@ -176,14 +176,16 @@ pub fn qr<T: LinalgElement>(
     for j in 0..kmin {
         let mut v: Vec<T> = (j..m).map(|i| r[i * n + j]).collect();
         let alpha = v[0];
-        let norm = v
+        let below = v[1..]
             .iter()
-            .fold(<T as Element>::zero(), |s, &x| s + x * x)
-            .sqrt();
-        if norm == <T as Element>::zero() {
+            .fold(<T as Element>::zero(), |s, &x| s + x * x);
+        if below == <T as Element>::zero() {
+            // Nothing to eliminate: no reflection (tau = 0), so R keeps alpha's sign, as
+            // LAPACK's dlarfg (qr(eye(n)) is (I, I)).
             vs.push((v, <T as Element>::zero()));
             continue;
         }
+        let norm = (alpha * alpha + below).sqrt();
         let beta = if alpha >= <T as Element>::zero() {
             -norm
         } else {

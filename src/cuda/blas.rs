@@ -37,6 +37,120 @@ fn blas_err(e: impl std::fmt::Debug) -> Error {
     Error::Runtime(format!("cuBLAS error: {e:?}"))
 }
 
+/// The device's cuBLAS handle (created on first use), bound to the current stream; the guard
+/// keeps other threads off it until the caller is done.
+fn lock_handle(
+    dev: &DeviceState,
+) -> Result<(
+    std::sync::MutexGuard<'_, Option<BlasHandle>>,
+    sys::cublasHandle_t,
+)> {
+    dev.bind()?;
+    let mut guard = dev.blas.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.is_none() {
+        *guard = Some(BlasHandle(cublas::create_handle().map_err(blas_err)?));
+    }
+    let handle = guard.as_ref().map(|h| h.0).unwrap_or(std::ptr::null_mut());
+    // SAFETY: a live handle (held under the mutex) and the device's live stream.
+    unsafe { cublas::set_stream(handle, dev.stream().cu_stream() as sys::cudaStream_t) }
+        .map_err(blas_err)?;
+    Ok((guard, handle))
+}
+
+/// Triangular solves `X A = B` for `batch` column-major pairs (cuBLAS `trsm`, right side, no
+/// transpose): `A` is `n x n` (`lower` says which triangle is read; `unit`: ones assumed on the
+/// diagonal), `B` is `m x n` and is overwritten by `X`. Matrices follow each other
+/// contiguously (`a_ptr + i * n * n`, `b_ptr + i * m * n`). f32/f64 only.
+#[allow(clippy::too_many_arguments)]
+pub fn trsm_right(
+    dev: &DeviceState,
+    dtype: DType,
+    m: usize,
+    n: usize,
+    lower: bool,
+    unit: bool,
+    a_ptr: u64,
+    b_ptr: u64,
+    batch: usize,
+) -> Result<()> {
+    if m == 0 || n == 0 || batch == 0 {
+        return Ok(());
+    }
+    if m > i32::MAX as usize || n > i32::MAX as usize {
+        return Err(Error::Runtime(format!(
+            "linalg.solve_triangular on CUDA: sizes {m}x{n} exceed cuBLAS's int range"
+        )));
+    }
+    let (_guard, handle) = lock_handle(dev)?;
+    let side = sys::cublasSideMode_t::CUBLAS_SIDE_RIGHT;
+    let uplo = if lower {
+        sys::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER
+    } else {
+        sys::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER
+    };
+    let trans = sys::cublasOperation_t::CUBLAS_OP_N;
+    let diag = if unit {
+        sys::cublasDiagType_t::CUBLAS_DIAG_UNIT
+    } else {
+        sys::cublasDiagType_t::CUBLAS_DIAG_NON_UNIT
+    };
+    let size = dtype.size() as u64;
+    let (mi, ni) = (m as i32, n as i32);
+    for i in 0..batch as u64 {
+        let a = a_ptr + i * (n * n) as u64 * size;
+        let b = b_ptr + i * (m * n) as u64 * size;
+        // SAFETY: the handle is live under its mutex; `a` and `b` point at the caller's live
+        // device matrices of n*n and m*n elements of `dtype` (leading dimensions n and m);
+        // alpha is a host value read before the call returns (host pointer mode).
+        let status = unsafe {
+            match dtype {
+                DType::F32 => {
+                    let one = 1.0f32;
+                    sys::cublasStrsm_v2(
+                        handle,
+                        side,
+                        uplo,
+                        trans,
+                        diag,
+                        mi,
+                        ni,
+                        &one,
+                        a as *const f32,
+                        ni,
+                        b as *mut f32,
+                        mi,
+                    )
+                }
+                DType::F64 => {
+                    let one = 1.0f64;
+                    sys::cublasDtrsm_v2(
+                        handle,
+                        side,
+                        uplo,
+                        trans,
+                        diag,
+                        mi,
+                        ni,
+                        &one,
+                        a as *const f64,
+                        ni,
+                        b as *mut f64,
+                        mi,
+                    )
+                }
+                other => {
+                    return Err(Error::Runtime(format!(
+                        "linalg.solve_triangular on CUDA: unsupported dtype {}",
+                        other.torch_name()
+                    )))
+                }
+            }
+        };
+        status.result().map_err(blas_err)?;
+    }
+    Ok(())
+}
+
 /// `c[i] = a[i] @ b[i]` for `batch` row-major matrices (m x k) @ (k x n) -> (m x n), c
 /// contiguous. Row-major products are computed as the column-major product c^T = b^T a^T
 /// (operands swapped), so no operand is copied.
@@ -93,13 +207,7 @@ pub fn gemm_batched(
             )))
         }
     };
-    dev.bind()?;
-    let mut guard = dev.blas.lock().unwrap_or_else(|e| e.into_inner());
-    if guard.is_none() {
-        *guard = Some(BlasHandle(cublas::create_handle().map_err(blas_err)?));
-    }
-    let handle = guard.as_ref().map(|h| h.0).unwrap_or(std::ptr::null_mut());
-    let stream = dev.stream();
+    let (_guard, handle) = lock_handle(dev)?;
     let op = |t: bool| {
         if t {
             sys::cublasOperation_t::CUBLAS_OP_T
@@ -119,7 +227,6 @@ pub fn gemm_batched(
     // c^T (n x m) = b^T (n x k) a^T (k x m)); alpha/beta outlive the call, which only
     // reads them before returning (host pointer mode).
     unsafe {
-        cublas::set_stream(handle, stream.cu_stream() as sys::cudaStream_t).map_err(blas_err)?;
         if batch == 1 {
             // A single product through cublasGemmEx, as PyTorch's mm does (as a strided batch
             // of one, bf16 4096^2 ran at 0.89x PyTorch's rate on an H100).

@@ -42,11 +42,14 @@ pub(crate) fn include_dirs() -> Vec<PathBuf> {
 /// by soname (`libnvrtc.so.12`, ...), and the dynamic loader answers such a request with an
 /// already loaded library of that soname, so preloading by full path makes pip wheels work
 /// without `LD_LIBRARY_PATH`.
-const PRELOAD_PREFIXES: [&str; 4] = [
+const PRELOAD_PREFIXES: [&str; 7] = [
     "libnvrtc-builtins.so",
     "libnvrtc.so",
     "libcublasLt.so",
     "libcublas.so",
+    "libnvJitLink.so",
+    "libcusparse.so",
+    "libcusolver.so",
 ];
 
 fn preload_libraries() {
@@ -101,6 +104,16 @@ pub(crate) fn cublas_present() -> bool {
     unsafe { cudarc::cublas::sys::is_culib_present() }
 }
 
+/// cuSOLVER can be loaded (probed once: the linalg ops ask on every call).
+pub(crate) fn cusolver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        preload_libraries();
+        // SAFETY: only probes with dlopen.
+        unsafe { cudarc::cusolver::sys::is_culib_present() }
+    })
+}
+
 // ------------------------------------------------------------------------------- the driver
 
 /// The number of devices, or why CUDA cannot be used. Probed once.
@@ -149,6 +162,7 @@ pub(crate) struct DeviceState {
     functions: Mutex<HashMap<String, CudaFunction>>,
     pub allocator: Mutex<CachingAllocator>,
     pub blas: Mutex<Option<super::blas::BlasHandle>>,
+    pub solver: Mutex<Option<super::linalg_ops::SolverHandle>>,
 }
 
 fn cuda_err(what: &str, e: impl std::fmt::Display) -> Error {
@@ -198,6 +212,7 @@ fn init_device(ordinal: usize) -> Result<Arc<DeviceState>> {
         functions: Mutex::new(HashMap::new()),
         allocator: Mutex::new(CachingAllocator::default()),
         blas: Mutex::new(None),
+        solver: Mutex::new(None),
     }))
 }
 

@@ -75,6 +75,12 @@ pub(crate) mod random_ops;
 pub(crate) mod random_ops;
 #[cfg(feature = "cuda")]
 pub(crate) mod reduce_ops;
+// cuSOLVER/cuBLAS-backed decompositions (LU, Cholesky, QR, eigh, SVD, triangular solves).
+#[cfg(feature = "cuda")]
+pub(crate) mod linalg_ops;
+#[cfg(not(feature = "cuda"))]
+#[path = "disabled_linalg_ops.rs"]
+pub(crate) mod linalg_ops;
 #[cfg(not(feature = "cuda"))]
 #[path = "disabled_reduce_ops.rs"]
 pub(crate) mod reduce_ops;

@@ -7,6 +7,7 @@
 //! Like PyTorch, products do not promote dtypes: both operands must have the same dtype.
 
 use super::host_fallback::cuda_via_host;
+use super::linalg_device as device;
 use super::Tensor;
 use crate::cpu::linalg::{self as kern, DecompError, LinalgElement};
 use crate::cpu::matmul::{matmul_batched, MatStrides, MatmulElement};
@@ -719,8 +720,6 @@ impl Tensor {
 
     /// `torch.linalg.cross`: cross product of 3-vectors along `dim` (inputs broadcast).
     pub(crate) fn linalg_cross_raw(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
-        cuda_via_host!("linalg.cross", [self, other], |a, b| a
-            .linalg_cross_raw(&b, dim));
         if self.ndim() != other.ndim() {
             return Err(rt(
                 "linalg.cross: inputs must have the same number of dimensions.".into(),
@@ -753,6 +752,9 @@ impl Tensor {
                 self.shape()[d],
                 other.shape()[d]
             )));
+        }
+        if self.device().is_cuda() || other.device().is_cuda() {
+            return device::cross(self, other, &shape, d);
         }
         let cd = dt.compute_dtype();
         let nd = shape.len();
@@ -1397,7 +1399,7 @@ fn par_batches<T: Sync, R: Send>(
     }
 }
 
-fn decomp_error(op: &str, batched: bool, (bi, e): (usize, DecompError)) -> Error {
+pub(super) fn decomp_error(op: &str, batched: bool, (bi, e): (usize, DecompError)) -> Error {
     let prefix = if batched {
         format!("{op}: (Batch element {bi}): ")
     } else {
@@ -1490,10 +1492,13 @@ impl Tensor {
 
     /// `linalg.inv`.
     pub(crate) fn linalg_inv_raw(&self) -> Result<Tensor> {
-        cuda_via_host!("linalg.inv", [self], |a| a.linalg_inv_raw());
         let op = "linalg.inv";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
+        if device::on_device(&[self]) {
+            return device::inv(self);
+        }
+        cuda_via_host!("linalg.inv", [self], |a| a.linalg_inv_raw());
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
         with_linalg_dtype!(dt, T, {
@@ -1506,10 +1511,13 @@ impl Tensor {
 
     /// `linalg.det` (batched).
     pub(crate) fn linalg_det_raw(&self) -> Result<Tensor> {
-        cuda_via_host!("linalg.det", [self], |a| a.linalg_det_raw());
         let op = "linalg.det";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
+        if device::on_device(&[self]) {
+            return device::det(self);
+        }
+        cuda_via_host!("linalg.det", [self], |a| a.linalg_det_raw());
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
         with_linalg_dtype!(dt, T, {
@@ -1522,10 +1530,13 @@ impl Tensor {
 
     /// `linalg.slogdet`: `(sign, log|det|)`.
     pub(crate) fn linalg_slogdet_raw(&self) -> Result<(Tensor, Tensor)> {
-        cuda_via_host!("linalg.slogdet", [self], |a| a.linalg_slogdet_raw());
         let op = "linalg.slogdet";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
+        if device::on_device(&[self]) {
+            return device::slogdet(self);
+        }
+        cuda_via_host!("linalg.slogdet", [self], |a| a.linalg_slogdet_raw());
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
         with_linalg_dtype!(dt, T, {
@@ -1539,6 +1550,11 @@ impl Tensor {
 
     /// `logdet`: `log(det)`, NaN for negative determinants, -inf for singular matrices.
     pub(crate) fn logdet_raw(&self) -> Result<Tensor> {
+        if device::on_device(&[self]) {
+            linalg_dtype(self, "logdet")?;
+            check_square(self, "logdet")?;
+            return device::logdet(self);
+        }
         cuda_via_host!("logdet", [self], |a| a.logdet_raw());
         let (s, l) = self.linalg_slogdet()?;
         with_linalg_dtype!(self.dtype(), T, {
@@ -1555,8 +1571,10 @@ impl Tensor {
     /// `linalg.solve(A, B, left)`: `A X = B` (or `X A = B` when `!left`); `B` may be a
     /// (batch of) vector(s); batch dims broadcast.
     pub(crate) fn linalg_solve_raw(&self, b: &Tensor, left: bool) -> Result<Tensor> {
-        cuda_via_host!("linalg.solve", [self, b], |a, b| a
-            .linalg_solve_raw(&b, left));
+        if !device::on_device(&[self, b]) {
+            cuda_via_host!("linalg.solve", [self, b], |a, b| a
+                .linalg_solve_raw(&b, left));
+        }
         let op = "linalg.solve";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
@@ -1594,38 +1612,42 @@ impl Tensor {
         let nb: usize = bs.iter().product();
         let a = a.broadcast_to(&with_shape(bs.clone(), &[n, n]))?;
         let bm = bm.broadcast_to(&with_shape(bs.clone(), &[n, k]))?;
-        let r = with_linalg_dtype!(dt, T, {
-            let ad = data::<T>(&a)?;
-            let bd = data::<T>(&bm)?;
-            let r = if nb > 1 {
-                (0..nb)
-                    .into_par_iter()
-                    .map(|i| {
-                        kern::solve(
-                            &ad[i * n * n..(i + 1) * n * n],
-                            n,
-                            &bd[i * n * k..(i + 1) * n * k],
-                            k,
-                        )
-                        .map_err(|e| (i, e))
-                    })
-                    .collect::<std::result::Result<Vec<_>, _>>()
-            } else {
-                (0..nb)
-                    .map(|i| {
-                        kern::solve(
-                            &ad[i * n * n..(i + 1) * n * n],
-                            n,
-                            &bd[i * n * k..(i + 1) * n * k],
-                            k,
-                        )
-                        .map_err(|e| (i, e))
-                    })
-                    .collect::<std::result::Result<Vec<_>, _>>()
-            }
-            .map_err(|e| decomp_error(op, !bs.is_empty(), e))?;
-            Tensor::from_vec(flatten(r), &with_shape(bs.clone(), &[n, k]))?
-        });
+        let r = if device::on_device(&[&a, &bm]) {
+            device::solve(op, &a, &bm)?
+        } else {
+            with_linalg_dtype!(dt, T, {
+                let ad = data::<T>(&a)?;
+                let bd = data::<T>(&bm)?;
+                let r = if nb > 1 {
+                    (0..nb)
+                        .into_par_iter()
+                        .map(|i| {
+                            kern::solve(
+                                &ad[i * n * n..(i + 1) * n * n],
+                                n,
+                                &bd[i * n * k..(i + 1) * n * k],
+                                k,
+                            )
+                            .map_err(|e| (i, e))
+                        })
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                } else {
+                    (0..nb)
+                        .map(|i| {
+                            kern::solve(
+                                &ad[i * n * n..(i + 1) * n * n],
+                                n,
+                                &bd[i * n * k..(i + 1) * n * k],
+                                k,
+                            )
+                            .map_err(|e| (i, e))
+                        })
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                }
+                .map_err(|e| decomp_error(op, !bs.is_empty(), e))?;
+                Tensor::from_vec(flatten(r), &with_shape(bs.clone(), &[n, k]))?
+            })
+        };
         if vector {
             r.squeeze(Some(&[-1]))
         } else {
@@ -1635,10 +1657,13 @@ impl Tensor {
 
     /// `linalg.cholesky(A, upper)`.
     pub(crate) fn linalg_cholesky_raw(&self, upper: bool) -> Result<Tensor> {
-        cuda_via_host!("linalg.cholesky", [self], |a| a.linalg_cholesky_raw(upper));
         let op = "linalg.cholesky";
         let dt = linalg_dtype(self, op)?;
         let n = check_square(self, op)?;
+        if device::on_device(&[self]) {
+            return device::cholesky(self, upper);
+        }
+        cuda_via_host!("linalg.cholesky", [self], |a| a.linalg_cholesky_raw(upper));
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
         with_linalg_dtype!(dt, T, {
@@ -1658,8 +1683,10 @@ impl Tensor {
         left: bool,
         unitriangular: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("linalg.solve_triangular", [self, b], |a, b| a
-            .linalg_solve_triangular_raw(&b, upper, left, unitriangular));
+        if !device::on_device(&[self, b]) {
+            cuda_via_host!("linalg.solve_triangular", [self, b], |a, b| a
+                .linalg_solve_triangular_raw(&b, upper, left, unitriangular));
+        }
         let op = "linalg.solve_triangular";
         for (t, name) in [(self, "A"), (b, "B")] {
             if t.ndim() < 2 {
@@ -1697,6 +1724,9 @@ impl Tensor {
         let nb: usize = bs.iter().product();
         let a = self.broadcast_to(&with_shape(bs.clone(), &[n, n]))?;
         let bm = b.broadcast_to(&with_shape(bs.clone(), &[n, k]))?;
+        if device::on_device(&[&a, &bm]) {
+            return device::solve_triangular(&a, &bm, upper, unitriangular);
+        }
         with_linalg_dtype!(dt, T, {
             let ad = data::<T>(&a)?;
             let bd = data::<T>(&bm)?;
@@ -1722,10 +1752,13 @@ impl Tensor {
     /// `linalg.lu_factor_ex(A)`: the packed `LU` (`..., m, n`), LAPACK's 1-based `pivots`
     /// (`..., min(m, n)`, int32) and `info` (batch shape, int32: 0, or the first zero pivot).
     pub(crate) fn linalg_lu_factor_raw(&self) -> Result<(Tensor, Tensor, Tensor)> {
-        cuda_via_host!("linalg.lu_factor", [self], |a| a.linalg_lu_factor_raw());
         let op = "linalg.lu_factor";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
+        if device::on_device(&[self]) {
+            return device::lu_factor(self);
+        }
+        cuda_via_host!("linalg.lu_factor", [self], |a| a.linalg_lu_factor_raw());
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
         with_linalg_dtype!(dt, T, {
@@ -1795,7 +1828,6 @@ impl Tensor {
 
     /// `linalg.qr(A, mode)` with mode "reduced", "complete" or "r" (Q empty).
     pub(crate) fn linalg_qr_raw(&self, mode: &str) -> Result<(Tensor, Tensor)> {
-        cuda_via_host!("linalg.qr", [self], |a| a.linalg_qr_raw(mode));
         let op = "linalg.qr";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1809,6 +1841,10 @@ impl Tensor {
                 )))
             }
         };
+        if device::on_device(&[self]) {
+            return device::qr(self, complete, want_q);
+        }
+        cuda_via_host!("linalg.qr", [self], |a| a.linalg_qr_raw(mode));
         let k = m.min(n);
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
@@ -1831,10 +1867,13 @@ impl Tensor {
 
     /// `linalg.svd(A, full_matrices)`: `(U, S, Vh)` with `S` descending.
     pub(crate) fn linalg_svd_raw(&self, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
-        cuda_via_host!("linalg.svd", [self], |a| a.linalg_svd_raw(full_matrices));
         let op = "linalg.svd";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
+        if device::on_device(&[self]) {
+            return device::svd(self, Some(full_matrices));
+        }
+        cuda_via_host!("linalg.svd", [self], |a| a.linalg_svd_raw(full_matrices));
         let k = m.min(n);
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
@@ -1861,10 +1900,13 @@ impl Tensor {
 
     /// `linalg.svdvals`: singular values, descending.
     pub(crate) fn linalg_svdvals_raw(&self) -> Result<Tensor> {
-        cuda_via_host!("linalg.svdvals", [self], |a| a.linalg_svdvals_raw());
         let op = "linalg.svd";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
+        if device::on_device(&[self]) {
+            return Ok(device::svd(self, None)?.1);
+        }
+        cuda_via_host!("linalg.svdvals", [self], |a| a.linalg_svdvals_raw());
         let k = m.min(n);
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
@@ -1882,7 +1924,6 @@ impl Tensor {
     /// `linalg.eigh(A, UPLO)`: eigenvalues ascending and eigenvectors (as columns); with
     /// `vectors == false` the second tensor is empty.
     pub(crate) fn linalg_eigh_raw(&self, uplo: &str, vectors: bool) -> Result<(Tensor, Tensor)> {
-        cuda_via_host!("linalg.eigh", [self], |a| a.linalg_eigh_raw(uplo, vectors));
         let op = if vectors {
             "linalg.eigh"
         } else {
@@ -1899,6 +1940,10 @@ impl Tensor {
             }
         };
         let n = check_square(self, op)?;
+        if device::on_device(&[self]) {
+            return device::eigh(op, self, upper, vectors);
+        }
+        cuda_via_host!("linalg.eigh", [self], |a| a.linalg_eigh_raw(uplo, vectors));
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
         with_linalg_dtype!(dt, T, {
@@ -1935,8 +1980,6 @@ impl Tensor {
         rtol: Option<f64>,
         hermitian: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("linalg.pinv", [self], |a| a
-            .linalg_pinv_raw(atol, rtol, hermitian));
         let op = "linalg.pinv";
         let dt = linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
@@ -1944,6 +1987,14 @@ impl Tensor {
             check_square(self, op)?;
         }
         let (atol, rtol) = self.rank_tolerances(atol, rtol);
+        if device::on_device(&[self]) {
+            return device::pinv(self, atol, rtol, hermitian);
+        }
+        cuda_via_host!("linalg.pinv", [self], |a| a.linalg_pinv_raw(
+            Some(atol),
+            Some(rtol),
+            hermitian
+        ));
         let bs = batch_shape(self);
         let nb: usize = bs.iter().product();
         with_linalg_dtype!(dt, T, {
@@ -1963,12 +2014,21 @@ impl Tensor {
         rtol: Option<f64>,
         hermitian: bool,
     ) -> Result<Tensor> {
-        cuda_via_host!("linalg.matrix_rank", [self], |a| a
-            .linalg_matrix_rank(atol, rtol, hermitian));
         let op = "linalg.matrix_rank";
         linalg_dtype(self, op)?;
         let (m, n) = check_matrix(self, op)?;
         let (atol, rtol) = self.rank_tolerances(atol, rtol);
+        if hermitian {
+            check_square(self, op)?;
+        }
+        if device::on_device(&[self]) {
+            return device::matrix_rank(self, atol, rtol, hermitian);
+        }
+        cuda_via_host!("linalg.matrix_rank", [self], |a| a.linalg_matrix_rank(
+            Some(atol),
+            Some(rtol),
+            hermitian
+        ));
         let s = if hermitian {
             check_square(self, op)?;
             self.linalg_eigh("L", false)?.0
@@ -2005,11 +2065,11 @@ impl Tensor {
         rcond: Option<f64>,
         driver: Option<&str>,
     ) -> Result<Lstsq> {
-        cuda_via_host!("linalg.lstsq", [self, b], |a, b| a
-            .linalg_lstsq_raw(&b, rcond, driver));
         let op = "torch.linalg.lstsq";
         let dt = linalg_dtype(self, "linalg.lstsq")?;
-        let driver = driver.unwrap_or("gelsy");
+        // PyTorch's CUDA default (and only) driver is QR-based `gels`.
+        let gels_on_device = device::on_device(&[self, b]) && matches!(driver, None | Some("gels"));
+        let driver = driver.unwrap_or(if gels_on_device { "gels" } else { "gelsy" });
         if !["gels", "gelsy", "gelsd", "gelss"].contains(&driver) {
             return Err(rt(format!(
                 "{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)"
@@ -2035,6 +2095,32 @@ impl Tensor {
         let nb: usize = bs.iter().product();
         let a = self.broadcast_to(&with_shape(bs.clone(), &[m, n]))?;
         let bm = bm.broadcast_to(&with_shape(bs.clone(), &[m, k]))?;
+        if gels_on_device && m >= n {
+            let (sol, residuals) = device::lstsq_gels(&a, &bm)?;
+            let squeeze = |t: Tensor| {
+                if vector {
+                    t.squeeze(Some(&[-1]))
+                } else {
+                    Ok(t)
+                }
+            };
+            let empty = |dt| Tensor::full_on(a.device(), &[0], Scalar::Int(0), dt);
+            return Ok(Lstsq {
+                solution: squeeze(sol)?,
+                residuals: if m > n {
+                    squeeze(residuals)?
+                } else {
+                    empty(dt)?
+                },
+                rank: empty(DType::I64)?,
+                singular_values: empty(dt)?,
+            });
+        }
+        cuda_via_host!("linalg.lstsq", [self, b], |a, b| a.linalg_lstsq_raw(
+            &b,
+            rcond,
+            Some(driver)
+        ));
         let rcond = rcond
             .filter(|&r| r >= 0.0)
             .unwrap_or(eps(dt) * m.max(n) as f64);
@@ -2203,8 +2289,6 @@ impl Tensor {
         if ord == MatrixNormOrd::Fro {
             return self.linalg_vector_norm(2.0, Some(&[d0 as i64, d1 as i64]), keepdim);
         }
-        cuda_via_host!("linalg.matrix_norm", [self], |a| a
-            .linalg_matrix_norm_raw(ord, dims, keepdim));
         let p = match ord {
             MatrixNormOrd::P(p) => p,
             _ => 0.0,
@@ -2218,13 +2302,31 @@ impl Tensor {
             .filter(|&d| d != d0 as i64 && d != d1 as i64)
             .collect();
         perm.extend([d0 as i64, d1 as i64]);
-        let x = self.permute(&perm)?.to_dtype(DType::F64).contiguous();
         let (r, c) = (self.shape()[d0], self.shape()[d1]);
         if (r == 0 || c == 0) && ord != MatrixNormOrd::Nuc {
             return Err(rt(format!(
                 "{op}: Expected a non-empty tensor: the {p} norm of an empty matrix is not defined"
             )));
         }
+        let mut shape: Vec<usize> = Vec::new();
+        for d in 0..nd {
+            if d == d0 || d == d1 {
+                if keepdim {
+                    shape.push(1);
+                }
+            } else {
+                shape.push(self.shape()[d]);
+            }
+        }
+        if device::on_device(&[self]) {
+            let x = self.permute(&perm)?;
+            let norm = device::matrix_norm(&x, ord == MatrixNormOrd::Nuc, p)?;
+            let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+            return norm.reshape(&shape);
+        }
+        cuda_via_host!("linalg.matrix_norm", [self], |a| a
+            .linalg_matrix_norm_raw(ord, dims, keepdim));
+        let x = self.permute(&perm)?.to_dtype(DType::F64).contiguous();
         let vals: Vec<f64> = match ord {
             MatrixNormOrd::Nuc => x.linalg_svdvals()?.to_f64_vec(),
             _ if p.abs() == 2.0 => x.linalg_svdvals()?.to_f64_vec(),
@@ -2267,16 +2369,6 @@ impl Tensor {
                 }
             })
             .collect();
-        let mut shape: Vec<usize> = Vec::new();
-        for d in 0..nd {
-            if d == d0 || d == d1 {
-                if keepdim {
-                    shape.push(1);
-                }
-            } else {
-                shape.push(self.shape()[d]);
-            }
-        }
         Ok(Tensor::from_vec(out, &shape)?.to_dtype(dt))
     }
 }

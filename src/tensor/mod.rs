@@ -12,6 +12,7 @@ mod index_grad;
 mod inplace;
 pub mod join;
 mod linalg;
+mod linalg_device;
 mod linalg_grad;
 mod reduce;
 mod reduce_grad;

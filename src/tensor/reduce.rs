@@ -766,8 +766,14 @@ impl Tensor {
         } else {
             DType::I64
         });
-        if self.device().is_cuda() && out_dt != DType::Bool {
+        if self.device().is_cuda() {
             let d = self.dim(dim)?;
+            if out_dt == DType::Bool {
+                // Bool arithmetic: a running or (sum) / and (product), i.e. a non-zero int64 scan.
+                let scan =
+                    crate::cuda::reduce_ops::cumulative(&self.to_dtype(DType::I64), d, PROD)?;
+                return Ok(scan.to_dtype(DType::Bool));
+            }
             return crate::cuda::reduce_ops::cumulative(&self.to_dtype(out_dt), d, PROD);
         }
         cuda_via_host!("cumsum/cumprod", [self], |x| x.cum::<PROD>(dim, dtype));
@@ -800,8 +806,13 @@ impl Tensor {
     }
 
     fn cum_extremum<const MAX: bool>(&self, dim: i64) -> Result<(Tensor, Tensor)> {
-        if self.device().is_cuda() && self.dtype() != DType::Bool {
+        if self.device().is_cuda() {
             let d = self.dim(dim)?;
+            if self.dtype() == DType::Bool {
+                let (v, i) =
+                    crate::cuda::reduce_ops::cum_extremum(&self.to_dtype(DType::U8), d, MAX)?;
+                return Ok((v.to_dtype(DType::Bool), i));
+            }
             return crate::cuda::reduce_ops::cum_extremum(self, d, MAX);
         }
         cuda_via_host!("cummax/cummin", [self], |x| x.cum_extremum::<MAX>(dim));

@@ -334,6 +334,50 @@ impl Tensor {
         Ok((v.squeeze(Some(&dims))?, i.squeeze(Some(&dims))?))
     }
 
+    /// `mode` along `d` on the device, as the CPU's: after a stable sort, equal values form
+    /// runs (NaNs are never equal, so each is its own run); the mode is the first longest run
+    /// (the smallest such value) and its index the last of the run (the largest original
+    /// index of that value).
+    fn mode_cuda(&self, d: usize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        use super::index::TensorOrScalar as TS;
+        use super::BinaryOp::{Ne, Sub};
+        let n = self.shape()[d] as i64;
+        let di = d as i64;
+        let (sv, si) = self.sort_raw(di, false)?;
+        // Positions 0..n along d, shaped to broadcast against the sorted lines.
+        let mut pshape = vec![1i64; self.ndim()];
+        pshape[d] = n;
+        let pos = Tensor::arange(
+            Scalar::Int(0),
+            Scalar::Int(n),
+            Scalar::Int(1),
+            Some(DType::I64),
+        )?
+        .to_device(self.device())?
+        .reshape(&pshape)?;
+        let differs = sv
+            .narrow(di, 0, n - 1)?
+            .binary(&sv.narrow(di, 1, n - 1)?, Ne)?;
+        let mut edge_shape = self.shape().to_vec();
+        edge_shape[d] = 1;
+        let edge = Tensor::full_on(self.device(), &edge_shape, Scalar::Bool(true), DType::Bool)?;
+        let starts = super::join::cat(&[edge.clone(), differs.clone()], di)?;
+        let ends = super::join::cat(&[differs, edge], di)?;
+        let zero = TS::Scalar(Scalar::Int(0));
+        let run_start = Tensor::where_raw(&starts, &TS::Tensor(pos.clone()), &zero)?
+            .cummax_raw(di)?
+            .0;
+        let run_len = pos.binary(&run_start, Sub)?;
+        let score = Tensor::where_raw(&ends, &TS::Tensor(run_len), &TS::Scalar(Scalar::Int(-1)))?;
+        let best = score.argmax(Some(di), true)?;
+        let (v, i) = (sv.gather_raw(di, &best)?, si.gather_raw(di, &best)?);
+        if keepdim {
+            return Ok((v, i));
+        }
+        let dims = [di];
+        Ok((v.squeeze(Some(&dims))?, i.squeeze(Some(&dims))?))
+    }
+
     /// Lower median of all elements (NaN if any is NaN), as a 0-d tensor.
     pub(crate) fn median_all_raw(&self) -> Result<Tensor> {
         Ok(self.median_impl(None, false, false)?.0)
@@ -357,13 +401,16 @@ impl Tensor {
     /// Most frequent value along `dim` (the smallest on ties) and the index of its last
     /// occurrence.
     pub(crate) fn mode_raw(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-        cuda_via_host!("mode", [self], |x| x.mode_raw(dim, keepdim));
         let (x, d) = self.as_lines(dim)?;
         if x.shape()[d] == 0 {
             return Err(Error::Index(format!(
                 "mode(): Expected reduction dim {d} to have non-zero size."
             )));
         }
+        if self.device().is_cuda() && self.ndim() > 0 {
+            return self.mode_cuda(d, keepdim);
+        }
+        cuda_via_host!("mode", [self], |x| x.mode_raw(dim, keepdim));
         with_dtype!(x.dtype(), T, {
             self.select_per_line::<T>(&x, d, keepdim, |line| {
                 line.sort_unstable_by(cmp_pair_asc);

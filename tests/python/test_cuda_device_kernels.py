@@ -493,3 +493,37 @@ def test_histc_matches_cpu(dtype):
     edges = torch.tensor([-2.0, 2.0, 0.0, 1.999, -2.0001], dtype=dtype)
     same(torch.histc(edges.cuda(), 4, -2, 2), torch.histc(edges, 4, -2, 2))
     not_via_host("histc")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64,
+                                   torch.int32, torch.uint8, torch.bool])
+def test_mode_matches_cpu(dtype):
+    rng = np.random.default_rng(41)
+    a = rng.integers(0, 4, (5, 9)).astype(np.float64)  # many ties: values and indices agree
+    if dtype.is_floating_point:
+        a[1, :4] = np.nan  # NaNs never equal each other: each is its own run
+        a[2, :] = np.nan
+    x = torch.from_numpy(a).to(dtype)
+    g = x.cuda()
+    for t, c in ((g, x), (g.t(), x.t())):
+        for dim in (0, 1, -1):
+            for keep in (False, True):
+                vg, ig = torch.mode(t, dim, keepdim=keep)
+                vc, ic = torch.mode(c, dim, keepdim=keep)
+                same(vg, vc)
+                same(ig, ic)
+    same(torch.mode(g[:, :1], 1)[1], torch.mode(x[:, :1], 1)[1])  # runs of one element
+    same(torch.mode(g[0])[0], torch.mode(x[0])[0])
+    with pytest.raises(IndexError, match="non-zero size"):
+        torch.mode(g[:, :0], 1)
+    not_via_host("mode")
+
+
+def test_bool_cumulative_ops_match_cpu():
+    x = torch.from_numpy(np.random.default_rng(43).integers(0, 2, (4, 6)).astype(bool))
+    g = x.cuda()
+    for fn in (lambda t: t.cumsum(1), lambda t: t.cumprod(0), lambda t: t.cummax(1)[0],
+               lambda t: t.cummin(0)[1], lambda t: t.cumsum(1, dtype=torch.bool),
+               lambda t: t.cumprod(1, dtype=torch.bool), lambda t: t.t().cummax(0)[1]):
+        same(fn(g), fn(x))
+    not_via_host("cumsum/cumprod", "cummax/cummin")

@@ -1,0 +1,690 @@
+//! Dense linear algebra on CUDA: LU, Cholesky, QR, symmetric eigen-decomposition and SVD
+//! through cuSOLVER's dense API, triangular solves through cuBLAS, one matrix at a time across
+//! the batch (as PyTorch does for large matrices).
+//!
+//! cuSOLVER is column-major and our tensors are row-major. A contiguous row-major matrix is the
+//! column-major storage of its transpose, so each routine either works on the transpose when
+//! that gives the answer directly (inverse, determinant, symmetric inputs, wide SVD: no
+//! transposed copies) or makes a transposed copy first.
+//!
+//! Every routine takes `(..., rows, cols)` CUDA tensors of float32/float64 (the caller checked
+//! dtypes and shapes) and returns new contiguous row-major tensors with the same batch dims.
+//! The LAPACK `info` of each matrix comes back either as a device tensor (the `_ex` functions
+//! return it without synchronising) or read on the host, where the caller has to raise.
+
+use super::blas::trsm_right;
+use super::driver::{cublas_present, cusolver_present, DeviceState};
+use super::ops::{band, clone, contiguous, dev_of, download, empty, full, ordinal_of, upload};
+use crate::{DType, Error, Result, Scalar, Tensor};
+use cudarc::cusolver::sys as cs;
+use std::sync::MutexGuard;
+
+/// An owned cuSOLVER dense handle.
+pub struct SolverHandle(cs::cusolverDnHandle_t);
+
+// SAFETY: the handle is only used while the device's `solver` mutex is held.
+unsafe impl Send for SolverHandle {}
+
+impl Drop for SolverHandle {
+    fn drop(&mut self) {
+        // SAFETY: created by cusolverDnCreate and destroyed once.
+        unsafe {
+            let _ = cs::cusolverDnDestroy(self.0);
+        }
+    }
+}
+
+/// cuSOLVER and cuBLAS can be loaded: the linalg ops run on the device. Without them they take
+/// the host fallback.
+pub(crate) fn available() -> bool {
+    cusolver_present() && cublas_present()
+}
+
+fn solver_err(what: &str, e: impl std::fmt::Debug) -> Error {
+    Error::Runtime(format!("cuSOLVER error in {what}: {e:?}"))
+}
+
+/// The device's cuSOLVER handle (created on first use) bound to the current stream, held
+/// under its mutex for the duration of a batch.
+struct Solver<'a> {
+    _guard: MutexGuard<'a, Option<SolverHandle>>,
+    handle: cs::cusolverDnHandle_t,
+    dtype: DType,
+    ordinal: usize,
+}
+
+fn solver<'a>(dev: &'a DeviceState, t: &Tensor) -> Result<Solver<'a>> {
+    dev.bind()?;
+    let mut guard = dev.solver.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.is_none() {
+        let mut h: cs::cusolverDnHandle_t = std::ptr::null_mut();
+        // SAFETY: writes a new handle into `h`.
+        unsafe { cs::cusolverDnCreate(&mut h) }
+            .result()
+            .map_err(|e| solver_err("cusolverDnCreate", e))?;
+        *guard = Some(SolverHandle(h));
+    }
+    let handle = guard.as_ref().map(|h| h.0).unwrap_or(std::ptr::null_mut());
+    // SAFETY: a live handle (under the mutex) and the device's live stream.
+    unsafe { cs::cusolverDnSetStream(handle, dev.stream().cu_stream() as cs::cudaStream_t) }
+        .result()
+        .map_err(|e| solver_err("cusolverDnSetStream", e))?;
+    match t.dtype() {
+        DType::F32 | DType::F64 => {}
+        other => {
+            return Err(Error::Runtime(format!(
+                "linalg on CUDA: unsupported dtype {}",
+                other.torch_name()
+            )))
+        }
+    }
+    Ok(Solver {
+        _guard: guard,
+        handle,
+        dtype: t.dtype(),
+        ordinal: ordinal_of(t)?,
+    })
+}
+
+/// Call the float32 (`$s`) or float64 (`$d`) cuSOLVER function with the same arguments
+/// (pointer arguments are written `p as _`, so each branch casts to its own element type).
+macro_rules! call {
+    ($sv:expr, $s:ident | $d:ident ($($arg:expr),* $(,)?)) => {{
+        // SAFETY: every caller passes the live handle of `$sv` and device pointers into
+        // tensors it allocated or made contiguous for exactly these dimensions (leading
+        // dimensions equal the row counts), of the solver's dtype; workspaces were sized by the
+        // matching `_bufferSize` query.
+        let status = unsafe {
+            if $sv.dtype == DType::F32 {
+                cs::$s($($arg),*)
+            } else {
+                cs::$d($($arg),*)
+            }
+        };
+        status.result().map_err(|e| solver_err(stringify!($s), e))
+    }};
+}
+
+/// Address of element `elems` of `t`'s data (its storage offset included).
+fn at(t: &Tensor, elems: usize) -> Result<u64> {
+    Ok(super::ops::ptr(t)? + ((t.storage_offset() + elems) * t.dtype().size()) as u64)
+}
+
+fn batch_of(t: &Tensor) -> (Vec<usize>, usize) {
+    let bs = t.shape()[..t.ndim() - 2].to_vec();
+    let nb = bs.iter().product();
+    (bs, nb)
+}
+
+fn with_tail(mut batch: Vec<usize>, tail: &[usize]) -> Vec<usize> {
+    batch.extend_from_slice(tail);
+    batch
+}
+
+/// A contiguous copy of the last two dims transposed: the column-major storage of `t`'s
+/// matrices.
+fn column_major(t: &Tensor) -> Result<Tensor> {
+    clone(&t.transpose(-2, -1)?)
+}
+
+/// Row-major matrices from a buffer of column-major ones (`shape` is the row-major shape).
+fn from_column_major(buf: &Tensor) -> Result<Tensor> {
+    clone(&buf.transpose(-2, -1)?)
+}
+
+/// A contiguous copy (the solvers write in place).
+fn owned_copy(t: &Tensor) -> Result<Tensor> {
+    clone(t)
+}
+
+/// Workspace of `lwork` elements of the solver's dtype.
+fn workspace(sv: &Solver, lwork: i32) -> Result<Tensor> {
+    empty(sv.ordinal, &[lwork.max(1) as usize], sv.dtype)
+}
+
+fn ints(sv: &Solver, shape: &[usize]) -> Result<Tensor> {
+    empty(sv.ordinal, shape, DType::I32)
+}
+
+/// The per-matrix `info` values, read on the host (synchronises).
+pub(crate) fn host_infos(info: &Tensor) -> Result<Vec<i32>> {
+    download(info)?.to_vec::<i32>()
+}
+
+fn int(v: usize, what: &str) -> Result<i32> {
+    i32::try_from(v).map_err(|_| {
+        Error::Runtime(format!(
+            "{what} on CUDA: size {v} exceeds cuSOLVER's int range"
+        ))
+    })
+}
+
+/// Identity matrices `(nb, n, n)` on the solver's device.
+fn identities(sv: &Solver, nb: usize, n: usize) -> Result<Tensor> {
+    let eye = upload(&Tensor::eye(n as i64, None, sv.dtype)?, sv.ordinal)?;
+    clone(&eye.broadcast_to(&[nb, n, n])?)
+}
+
+// ------------------------------------------------------------------------------ Cholesky
+
+/// `linalg.cholesky`: the lower factor `L` (`A = L L^T`), or `U = L^T` when `upper`, with the
+/// other triangle zero, and each matrix's `info` (0, or the order of the first leading minor
+/// that is not positive-definite).
+pub(crate) fn cholesky(a: &Tensor, upper: bool) -> Result<(Tensor, Tensor)> {
+    let dev = dev_of(a)?;
+    let sv = solver(&dev, a)?;
+    let n = a.shape()[a.ndim() - 1];
+    let (bs, nb) = batch_of(a);
+    // The row-major lower triangle is the column-major upper one: factor it as U^T U there,
+    // and U (column-major) read row-major is L. Symmetric input, so no transpose is needed.
+    let f = owned_copy(a)?;
+    let info = ints(&sv, &bs)?;
+    if n > 0 && nb > 0 {
+        let uplo = if upper {
+            cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER
+        } else {
+            cs::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER
+        };
+        let ni = int(n, "linalg.cholesky")?;
+        let mut lwork = 0i32;
+        call!(
+            sv,
+            cusolverDnSpotrf_bufferSize
+                | cusolverDnDpotrf_bufferSize(sv.handle, uplo, ni, at(&f, 0)? as _, ni, &mut lwork)
+        )?;
+        let work = workspace(&sv, lwork)?;
+        for i in 0..nb {
+            call!(
+                sv,
+                cusolverDnSpotrf
+                    | cusolverDnDpotrf(
+                        sv.handle,
+                        uplo,
+                        ni,
+                        at(&f, i * n * n)? as _,
+                        ni,
+                        at(&work, 0)? as _,
+                        lwork,
+                        at(&info, i)? as _
+                    )
+            )?;
+        }
+    } else if nb > 0 {
+        zero_infos(&info)?;
+    }
+    Ok((band(&f, 0, !upper)?, info))
+}
+
+fn zero_infos(info: &Tensor) -> Result<()> {
+    let z = full(ordinal_of(info)?, info.shape(), Scalar::Int(0), DType::I32)?;
+    super::ops::copy_into(info, &z)
+}
+
+// ------------------------------------------------------------------------------ LU
+
+/// LU of each matrix's column-major storage in `f` (`rows x cols`, in place), LAPACK pivots
+/// (1-based, `(nb, min)`) and infos.
+fn getrf(sv: &Solver, f: &Tensor, rows: usize, cols: usize, nb: usize) -> Result<(Tensor, Tensor)> {
+    let k = rows.min(cols);
+    let piv = ints(sv, &[nb, k])?;
+    let info = ints(sv, &[nb])?;
+    if k == 0 {
+        if nb > 0 {
+            zero_infos(&info)?;
+        }
+        return Ok((piv, info));
+    }
+    let (ri, ci) = (int(rows, "linalg.lu")?, int(cols, "linalg.lu")?);
+    let mut lwork = 0i32;
+    call!(
+        sv,
+        cusolverDnSgetrf_bufferSize
+            | cusolverDnDgetrf_bufferSize(sv.handle, ri, ci, at(f, 0)? as _, ri, &mut lwork)
+    )?;
+    let work = workspace(sv, lwork)?;
+    for i in 0..nb {
+        call!(
+            sv,
+            cusolverDnSgetrf
+                | cusolverDnDgetrf(
+                    sv.handle,
+                    ri,
+                    ci,
+                    at(f, i * rows * cols)? as _,
+                    ri,
+                    at(&work, 0)? as _,
+                    at(&piv, i * k)? as _,
+                    at(&info, i)? as _
+                )
+        )?;
+    }
+    Ok((piv, info))
+}
+
+/// `linalg.lu_factor_ex`: the packed row-major `LU` (`..., m, n`), LAPACK's 1-based pivots
+/// (`..., min(m, n)`, int32) and `info` (int32, batch shape), all on the device.
+pub(crate) fn lu_factor(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let dev = dev_of(a)?;
+    let sv = solver(&dev, a)?;
+    let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
+    let (bs, nb) = batch_of(a);
+    let f = column_major(a)?;
+    let (piv, info) = getrf(&sv, &f, m, n, nb)?;
+    Ok((
+        from_column_major(&f.reshape_contiguous(&with_tail(bs.clone(), &[n, m])))?,
+        piv.reshape_contiguous(&with_tail(bs.clone(), &[m.min(n)])),
+        info.reshape_contiguous(&bs),
+    ))
+}
+
+/// The LU factors of the square matrices `a`'s transposes (same determinant: no transposed
+/// copy) and their pivots `(..., n)`: what `det`/`slogdet` need.
+pub(crate) fn lu_for_det(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    let dev = dev_of(a)?;
+    let sv = solver(&dev, a)?;
+    let n = a.shape()[a.ndim() - 1];
+    let (bs, nb) = batch_of(a);
+    let f = owned_copy(a)?;
+    let (piv, _info) = getrf(&sv, &f, n, n, nb)?;
+    Ok((f, piv.reshape_contiguous(&with_tail(bs, &[n]))))
+}
+
+/// `linalg.inv` and the infos of the LU factorisations (non-zero: singular).
+pub(crate) fn inv(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    let dev = dev_of(a)?;
+    let sv = solver(&dev, a)?;
+    let n = a.shape()[a.ndim() - 1];
+    let (bs, nb) = batch_of(a);
+    // inv(A^T) of the column-major view is inv(A)^T, which read row-major is inv(A).
+    let f = owned_copy(a)?;
+    let (piv, info) = getrf(&sv, &f, n, n, nb)?;
+    let x = identities(&sv, nb, n)?;
+    getrs(&sv, false, &f, &piv, &x, n, n, nb)?;
+    Ok((
+        x.reshape_contiguous(&with_tail(bs.clone(), &[n, n])),
+        info.reshape_contiguous(&bs),
+    ))
+}
+
+/// Solve `op(M) X = B` with the LU factors of the column-major `M` in `f`; `b` holds the
+/// column-major `n x k` right-hand sides (overwritten by `X`).
+#[allow(clippy::too_many_arguments)]
+fn getrs(
+    sv: &Solver,
+    transpose: bool,
+    f: &Tensor,
+    piv: &Tensor,
+    b: &Tensor,
+    n: usize,
+    k: usize,
+    nb: usize,
+) -> Result<()> {
+    if n == 0 || k == 0 {
+        return Ok(());
+    }
+    let trans = if transpose {
+        cs::cublasOperation_t::CUBLAS_OP_T
+    } else {
+        cs::cublasOperation_t::CUBLAS_OP_N
+    };
+    let (ni, ki) = (int(n, "linalg.solve")?, int(k, "linalg.solve")?);
+    let info = ints(sv, &[nb])?;
+    for i in 0..nb {
+        call!(
+            sv,
+            cusolverDnSgetrs
+                | cusolverDnDgetrs(
+                    sv.handle,
+                    trans,
+                    ni,
+                    ki,
+                    at(f, i * n * n)? as _,
+                    ni,
+                    at(piv, i * n)? as _,
+                    at(b, i * n * k)? as _,
+                    ni,
+                    at(&info, i)? as _
+                )
+        )?;
+    }
+    Ok(())
+}
+
+/// `linalg.solve` for `a` (`..., n, n`) and `b` (`..., n, k`) with the same batch dims, and
+/// the infos of the LU factorisations.
+pub(crate) fn solve(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let dev = dev_of(a)?;
+    let sv = solver(&dev, a)?;
+    let (n, k) = (b.shape()[b.ndim() - 2], b.shape()[b.ndim() - 1]);
+    let (bs, nb) = batch_of(a);
+    // Factor A^T (a's storage as is) and solve with its transpose, A.
+    let f = owned_copy(a)?;
+    let (piv, info) = getrf(&sv, &f, n, n, nb)?;
+    let x = column_major(b)?;
+    getrs(&sv, true, &f, &piv, &x, n, k, nb)?;
+    Ok((
+        from_column_major(&x.reshape_contiguous(&with_tail(bs.clone(), &[k, n])))?,
+        info.reshape_contiguous(&bs),
+    ))
+}
+
+// ------------------------------------------------------------------------------ triangular
+
+/// `linalg.solve_triangular(A, B, upper, left=True, unitriangular)` for `a` (`..., n, n`) and
+/// `b` (`..., n, k`) with the same batch dims. `A X = B` is `X^T A^T = B^T`, and the row-major
+/// storage of `A` and `B` is the column-major storage of `A^T` and `B^T`: one right-side
+/// `trsm` on the operands as they are (A's upper triangle is A^T's lower one).
+pub(crate) fn solve_triangular(a: &Tensor, b: &Tensor, upper: bool, unit: bool) -> Result<Tensor> {
+    let dev = dev_of(a)?;
+    let n = a.shape()[a.ndim() - 1];
+    let k = b.shape()[b.ndim() - 1];
+    let (_, nb) = batch_of(a);
+    let a = contiguous(a)?;
+    let x = owned_copy(b)?;
+    trsm_right(
+        &dev,
+        a.dtype(),
+        k,
+        n,
+        upper,
+        unit,
+        at(&a, 0)?,
+        at(&x, 0)?,
+        nb,
+    )?;
+    Ok(x)
+}
+
+// ------------------------------------------------------------------------------ QR
+
+/// `linalg.qr(A, mode)`: `Q` (`..., m, m` when `complete`, else `..., m, min(m, n)`; empty
+/// `(0,)` without `want_q`) and `R` (`..., m or min(m, n), n`), by Householder reflections
+/// (`geqrf`) and their accumulation (`orgqr`), as LAPACK: `R`'s diagonal may be negative.
+pub(crate) fn qr(a: &Tensor, complete: bool, want_q: bool) -> Result<(Tensor, Tensor)> {
+    let dev = dev_of(a)?;
+    let sv = solver(&dev, a)?;
+    let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
+    let kk = m.min(n);
+    let (bs, nb) = batch_of(a);
+    let f = column_major(a)?; // (nb.., n, m): column-major m x n
+    let tau = empty(sv.ordinal, &[nb.max(1), kk.max(1)], sv.dtype)?;
+    if kk > 0 && nb > 0 {
+        let (mi, ni) = (int(m, "linalg.qr")?, int(n, "linalg.qr")?);
+        let mut lwork = 0i32;
+        call!(
+            sv,
+            cusolverDnSgeqrf_bufferSize
+                | cusolverDnDgeqrf_bufferSize(sv.handle, mi, ni, at(&f, 0)? as _, mi, &mut lwork)
+        )?;
+        let work = workspace(&sv, lwork)?;
+        let info = ints(&sv, &[nb])?;
+        for i in 0..nb {
+            call!(
+                sv,
+                cusolverDnSgeqrf
+                    | cusolverDnDgeqrf(
+                        sv.handle,
+                        mi,
+                        ni,
+                        at(&f, i * m * n)? as _,
+                        mi,
+                        at(&tau, i * kk)? as _,
+                        at(&work, 0)? as _,
+                        lwork,
+                        at(&info, i)? as _
+                    )
+            )?;
+        }
+    }
+    let rows = if complete { m } else { kk };
+    // R: the upper triangle of the first `rows` rows (rows past n are zero anyway).
+    let r = band(&f.transpose(-2, -1)?.narrow(-2, 0, rows as i64)?, 0, false)?;
+    if !want_q {
+        return Ok((empty(sv.ordinal, &[0], sv.dtype)?, r));
+    }
+    let qc = if complete { m } else { kk };
+    // Q's column-major m x qc buffer starts with the kk reflectors; orgqr sets up the rest.
+    let q = full(
+        sv.ordinal,
+        &with_tail(bs.clone(), &[qc, m]),
+        Scalar::Int(0),
+        sv.dtype,
+    )?;
+    if kk > 0 {
+        q.narrow(-2, 0, kk as i64)?
+            .copy_(&f.narrow(-2, 0, kk as i64)?)?;
+    }
+    if m > 0 && qc > 0 && nb > 0 {
+        let (mi, qi, ki) = (
+            int(m, "linalg.qr")?,
+            int(qc, "linalg.qr")?,
+            int(kk, "linalg.qr")?,
+        );
+        let mut lwork = 0i32;
+        call!(
+            sv,
+            cusolverDnSorgqr_bufferSize
+                | cusolverDnDorgqr_bufferSize(
+                    sv.handle,
+                    mi,
+                    qi,
+                    ki,
+                    at(&q, 0)? as _,
+                    mi,
+                    at(&tau, 0)? as _,
+                    &mut lwork
+                )
+        )?;
+        let work = workspace(&sv, lwork)?;
+        let info = ints(&sv, &[nb])?;
+        for i in 0..nb {
+            call!(
+                sv,
+                cusolverDnSorgqr
+                    | cusolverDnDorgqr(
+                        sv.handle,
+                        mi,
+                        qi,
+                        ki,
+                        at(&q, i * m * qc)? as _,
+                        mi,
+                        at(&tau, i * kk)? as _,
+                        at(&work, 0)? as _,
+                        lwork,
+                        at(&info, i)? as _
+                    )
+            )?;
+        }
+    }
+    Ok((from_column_major(&q)?, r))
+}
+
+// ------------------------------------------------------------------------------ eigh
+
+/// `linalg.eigh(A, UPLO)` (`lower`: read the lower triangle): eigenvalues ascending
+/// (`..., n`), eigenvectors as columns (`..., n, n`; empty `(0,)` without `vectors`), and the
+/// infos (non-zero: no convergence).
+pub(crate) fn eigh(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let dev = dev_of(a)?;
+    let sv = solver(&dev, a)?;
+    let n = a.shape()[a.ndim() - 1];
+    let (bs, nb) = batch_of(a);
+    // The symmetric matrix's storage is column-major too, with the triangles swapped.
+    let f = owned_copy(a)?;
+    let w = empty(sv.ordinal, &with_tail(bs.clone(), &[n]), sv.dtype)?;
+    let info = ints(&sv, &bs)?;
+    if n > 0 && nb > 0 {
+        let jobz = if vectors {
+            cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_VECTOR
+        } else {
+            cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR
+        };
+        let uplo = if lower {
+            cs::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER
+        } else {
+            cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER
+        };
+        let ni = int(n, "linalg.eigh")?;
+        let mut lwork = 0i32;
+        call!(
+            sv,
+            cusolverDnSsyevd_bufferSize
+                | cusolverDnDsyevd_bufferSize(
+                    sv.handle,
+                    jobz,
+                    uplo,
+                    ni,
+                    at(&f, 0)? as _,
+                    ni,
+                    at(&w, 0)? as _,
+                    &mut lwork
+                )
+        )?;
+        let work = workspace(&sv, lwork)?;
+        for i in 0..nb {
+            call!(
+                sv,
+                cusolverDnSsyevd
+                    | cusolverDnDsyevd(
+                        sv.handle,
+                        jobz,
+                        uplo,
+                        ni,
+                        at(&f, i * n * n)? as _,
+                        ni,
+                        at(&w, i * n)? as _,
+                        at(&work, 0)? as _,
+                        lwork,
+                        at(&info, i)? as _
+                    )
+            )?;
+        }
+    } else if nb > 0 {
+        zero_infos(&info)?;
+    }
+    let v = if vectors {
+        // Eigenvectors are the column-major columns: read row-major they are V^T.
+        from_column_major(&f)?
+    } else {
+        empty(sv.ordinal, &[0], sv.dtype)?
+    };
+    Ok((w, v, info))
+}
+
+// ------------------------------------------------------------------------------ SVD
+
+/// `linalg.svd(A, full_matrices)` (`uv` = `Some(full_matrices)`) or `svdvals` (`None`):
+/// `(U, S, Vh, info)` with `S` descending; `U`/`Vh` are empty `(0,)` for `svdvals`.
+///
+/// cuSOLVER's `gesvd` needs at least as many rows as columns. A wide or square row-major
+/// matrix is the column-major storage of its transpose, which has that shape, and the
+/// factors of `A^T = U' S V'^T` give `U = V'` and `Vh = U'^T`, which read row-major are the
+/// buffers as they come back: no copies. A tall matrix is transposed first.
+pub(crate) fn svd(a: &Tensor, uv: Option<bool>) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let dev = dev_of(a)?;
+    let sv = solver(&dev, a)?;
+    let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
+    let k = m.min(n);
+    let (bs, nb) = batch_of(a);
+    let wide = n >= m;
+    // The column-major problem: `rows x cols` with rows >= cols.
+    let (rows, cols) = if wide { (n, m) } else { (m, n) };
+    let f = if wide {
+        owned_copy(a)?
+    } else {
+        column_major(a)?
+    };
+    let s = empty(sv.ordinal, &with_tail(bs.clone(), &[k]), sv.dtype)?;
+    let info = ints(&sv, &bs)?;
+    let full_uv = uv == Some(true);
+    // U' is rows x uc, V'^T is cols x cols (uc = rows when full, else cols).
+    let uc = if full_uv { rows } else { cols };
+    let (u1, vt1) = match uv {
+        Some(_) => (
+            Some(empty(
+                sv.ordinal,
+                &with_tail(bs.clone(), &[uc, rows]),
+                sv.dtype,
+            )?),
+            Some(empty(
+                sv.ordinal,
+                &with_tail(bs.clone(), &[cols, cols]),
+                sv.dtype,
+            )?),
+        ),
+        None => (None, None),
+    };
+    if k > 0 && nb > 0 {
+        let (ri, ci) = (int(rows, "linalg.svd")?, int(cols, "linalg.svd")?);
+        let (jobu, jobvt) = match uv {
+            Some(true) => (b'A', b'A'),
+            Some(false) => (b'S', b'A'),
+            None => (b'N', b'N'),
+        };
+        let mut lwork = 0i32;
+        call!(
+            sv,
+            cusolverDnSgesvd_bufferSize
+                | cusolverDnDgesvd_bufferSize(sv.handle, ri, ci, &mut lwork)
+        )?;
+        let work = workspace(&sv, lwork)?;
+        let rwork = empty(sv.ordinal, &[cols.max(1)], sv.dtype)?;
+        let ptr_of = |t: &Option<Tensor>, i: usize| -> Result<u64> {
+            t.as_ref().map_or(Ok(0), |t| at(t, i))
+        };
+        for i in 0..nb {
+            call!(
+                sv,
+                cusolverDnSgesvd
+                    | cusolverDnDgesvd(
+                        sv.handle,
+                        jobu as i8,
+                        jobvt as i8,
+                        ri,
+                        ci,
+                        at(&f, i * m * n)? as _,
+                        ri,
+                        at(&s, i * k)? as _,
+                        ptr_of(&u1, i * rows * uc)? as _,
+                        ri,
+                        ptr_of(&vt1, i * cols * cols)? as _,
+                        ci,
+                        at(&work, 0)? as _,
+                        lwork,
+                        at(&rwork, 0)? as _,
+                        at(&info, i)? as _
+                    )
+            )?;
+        }
+    } else if nb > 0 {
+        zero_infos(&info)?;
+    }
+    let (Some(u1), Some(vt1)) = (u1, vt1) else {
+        let none = empty(sv.ordinal, &[0], sv.dtype)?;
+        return Ok((none.clone(), s, none, info));
+    };
+    if k == 0 {
+        // No singular values: PyTorch's (full) factors are identities, else empty.
+        let eye = |r: usize, c: usize| -> Result<Tensor> {
+            if r == c {
+                identities(&sv, nb, r)
+                    .map(|t| t.reshape_contiguous(&with_tail(bs.clone(), &[r, r])))
+            } else {
+                full(
+                    sv.ordinal,
+                    &with_tail(bs.clone(), &[r, c]),
+                    Scalar::Int(0),
+                    sv.dtype,
+                )
+            }
+        };
+        let (uc, vr) = if full_uv { (m, n) } else { (k, k) };
+        return Ok((eye(m, uc)?, s, eye(vr, n)?, info));
+    }
+    if wide {
+        // U = V' (vt1 read row-major); Vh = U'^T (u1 read row-major), rows of it: uc.
+        Ok((vt1, s, u1, info))
+    } else {
+        Ok((from_column_major(&u1)?, s, from_column_major(&vt1)?, info))
+    }
+}
