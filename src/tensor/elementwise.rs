@@ -1499,7 +1499,11 @@ impl Tensor {
             "logaddexp2_cpu" => Some("logaddexp2"),
             "copysign" => Some("copysign"),
             "xlogy" => Some("xlogy"),
-            _ => None, // special functions: the host computes them
+            "special_zeta" => Some("zeta"),
+            "igamma" => Some("igamma"),
+            "igammac" => Some("igammac"),
+            "_standard_gamma_grad" => Some("standard_gamma_grad"),
+            _ => None,
         };
         if let Some(r) = kernel
             .map(|k| cuda_binary(&a, &b, k))

@@ -527,3 +527,53 @@ def test_bool_cumulative_ops_match_cpu():
                lambda t: t.cumprod(1, dtype=torch.bool), lambda t: t.t().cummax(0)[1]):
         same(fn(g), fn(x))
     not_via_host("cumsum/cumprod", "cummax/cummin")
+
+
+SPECIAL = {
+    "zeta": (torch.special.zeta, "special_zeta"),
+    "igamma": (torch.igamma, "igamma"),
+    "igammac": (torch.igammac, "igammac"),
+    "gammaincc": (torch.special.gammaincc, "igammac"),
+    "standard_gamma_grad": (torch._C._standard_gamma_grad, "_standard_gamma_grad"),
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64])
+def test_special_function_kernels_match_cpu(name, dtype):
+    fn, host_name = SPECIAL[name]
+    if name == "standard_gamma_grad" and not dtype.is_floating_point:
+        return  # floats only, as PyTorch
+    rng = np.random.default_rng(45)
+    # Both arguments over their interesting ranges: the series and continued-fraction sides
+    # of the incomplete gamma, zeta's direct sum and tail, poles, negatives and specials.
+    a = rng.uniform(0.0, 12.0, (6, 8))
+    a[0, :6] = [0.0, np.inf, np.nan, -1.0, 1.0, 0.5]
+    b = rng.uniform(0.0, 15.0, (6, 8))
+    b[1, :6] = [0.0, np.inf, np.nan, -2.0, -2.5, 1e-3]
+    x = torch.from_numpy(a).to(dtype) if dtype.is_floating_point else torch.from_numpy(
+        np.round(a)).to(dtype)
+    y = torch.from_numpy(b).to(dtype) if dtype.is_floating_point else torch.from_numpy(
+        np.round(b)).to(dtype)
+    for u, v in ((x, y), (x.t(), y.t()), (x, y[0]), (x[:0], y[:0])):
+        want = fn(u, v)
+        got = fn(u.cuda(), v.cuda())
+        assert got.device.type == "cuda" and got.dtype == want.dtype
+        r = {torch.float16: 2e-3, torch.float32: 1e-6}.get(want.dtype, 1e-12)
+        np.testing.assert_allclose(npy(got), npy(want), rtol=r, atol=r * 1e-3, equal_nan=True)
+    not_via_host(host_name)
+
+
+def test_special_function_gradients_match_cpu():
+    a = torch.tensor([2.5, 3.0, 1.5, 7.0], dtype=torch.float64)
+    q = torch.tensor([0.5, 2.0, 4.0, 1.25], dtype=torch.float64)
+    grads = []
+    for dev in ("cpu", "cuda"):
+        qq = q.to(dev).requires_grad_()
+        xx = q.to(dev).requires_grad_()
+        (torch.special.zeta(a.to(dev), qq).sum() + torch.igamma(a.to(dev), xx).sum()
+         + torch.igammac(a.to(dev), xx * 2).sum()).backward()
+        grads.append((npy(qq.grad), npy(xx.grad)))
+    for got, want in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    not_via_host("special_zeta", "igamma", "igammac")

@@ -27,7 +27,7 @@ DTYPES = [torch.float32, torch.float64]
 LINALG_OPS = {"linalg.inv", "linalg.det", "linalg.slogdet", "logdet", "linalg.solve",
               "linalg.cholesky", "linalg.solve_triangular", "linalg.lu_factor", "linalg.qr",
               "linalg.svd", "linalg.svdvals", "linalg.eigh", "linalg.pinv",
-              "linalg.matrix_rank"}
+              "linalg.matrix_rank", "linalg.lstsq", "linalg.matrix_norm", "linalg.cross"}
 
 
 def npy(t):
@@ -326,6 +326,40 @@ def test_pinv_rank_norms_cond(dtype):
     close(la.cond(sym.cuda()), la.cond(sym), scale=100)
     close(torch.svd(a.cuda())[1], torch.svd(a)[1], scale=10)
     no_host_fallback()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lstsq_gels_and_cross(dtype):
+    # PyTorch's CUDA driver is gels (QR): the solution and, for m > n, the residuals; rank
+    # and singular values stay empty.
+    for m, n, k in ((6, 3, 2), (4, 4, 1), (5, 2, 3)):
+        a = rand((2, m, n), dtype, 24)
+        b = rand((2, m, k), dtype, 25)
+        got = la.lstsq(a.cuda(), b.cuda())
+        want = la.lstsq(a, b, driver="gels")
+        close(got.solution, want.solution, scale=100)
+        close(got.residuals, want.residuals, scale=100)
+        assert got.rank.numel() == 0 and got.singular_values.numel() == 0
+        close(la.lstsq(a.cuda(), b[..., 0].cuda()).solution, la.lstsq(a, b[..., 0]).solution,
+              scale=100)
+    # Other drivers (and underdetermined systems, which PyTorch's CUDA gels rejects) run on
+    # the host copy rather than failing.
+    u = rand((1, 4, 3), dtype, 26)
+    v = rand((2, 4, 3), dtype, 27)
+    close(la.cross(u.cuda(), v.cuda(), dim=-1), la.cross(u, v, dim=-1))
+    for dim in (1, -2):
+        close(torch.cross(v.transpose(1, 2).cuda(), v.transpose(1, 2).cuda().flip(1), dim=dim),
+              torch.cross(v.transpose(1, 2), v.transpose(1, 2).flip(1), dim=dim))
+    iu = (u * 10).long()
+    close(la.cross(iu.cuda(), iu.flip(0).cuda()), la.cross(iu, iu.flip(0)))
+    with pytest.raises(RuntimeError, match="same device"):
+        la.cross(u.cuda(), v)
+    no_host_fallback()
+    x = u.cuda().requires_grad_()
+    (la.cross(x, v.cuda()) ** 2).sum().backward()
+    y = u.clone().requires_grad_()
+    (la.cross(y, v) ** 2).sum().backward()
+    close(x.grad, y.grad)
 
 
 # ------------------------------------------------------------------------------ gradients
