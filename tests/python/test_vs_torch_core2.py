@@ -2211,10 +2211,6 @@ GRADS_XFAIL = {
     "det_singular": "backward of linalg.det at a singular matrix raises (it inverts the "
                     "matrix); PyTorch gives the adjugate-based gradient ([[4, -2], [-2, 1]]) "
                     "(src/tensor/linalg_grad.rs, LinalgDetBackward0)",
-    "qr": "linalg.qr reflects a column whose part below the diagonal is already zero (the last "
-          "column of a square matrix), negating that row of R: qr(eye(3)) gives R = -I where "
-          "LAPACK (and PyTorch) give I; the R and its gradient differ (src/cpu/linalg.rs, qr: "
-          "no tau = 0 case as in LAPACK's dlarfg)",
 }
 
 
