@@ -560,6 +560,8 @@ def test_special_function_kernels_match_cpu(name, dtype):
         got = fn(u.cuda(), v.cuda())
         assert got.device.type == "cuda" and got.dtype == want.dtype
         r = {torch.float16: 2e-3, torch.float32: 1e-6}.get(want.dtype, 1e-12)
+        if name == "standard_gamma_grad":
+            r = max(r, 1e-8)  # a central difference: lgamma's last bits (libm vs CUDA) show
         np.testing.assert_allclose(npy(got), npy(want), rtol=r, atol=r * 1e-3, equal_nan=True)
     not_via_host(host_name)
 
@@ -569,8 +571,8 @@ def test_special_function_gradients_match_cpu():
     q = torch.tensor([0.5, 2.0, 4.0, 1.25], dtype=torch.float64)
     grads = []
     for dev in ("cpu", "cuda"):
-        qq = q.to(dev).requires_grad_()
-        xx = q.to(dev).requires_grad_()
+        qq = q.clone().to(dev).requires_grad_()
+        xx = q.clone().to(dev).requires_grad_()
         (torch.special.zeta(a.to(dev), qq).sum() + torch.igamma(a.to(dev), xx).sum()
          + torch.igammac(a.to(dev), xx * 2).sum()).backward()
         grads.append((npy(qq.grad), npy(xx.grad)))
