@@ -214,39 +214,48 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
             let Some(g) = &grads[0] else {
                 return Ok(vec![None]);
             };
+            let cast_back = |gx: Tensor| -> Result<Tensor> {
+                if gx.dtype() != dx {
+                    gx.cast(dx)
+                } else {
+                    Ok(gx)
+                }
+            };
+            // Ops whose gradient is a function of the output need only the output, as in
+            // PyTorch, so an in-place change of x after the call does not break backward.
+            if !is_grad_enabled() {
+                if let Some(gx) = grad_from_output(op, g, saved_out.get()?)? {
+                    return Ok(vec![Some(cast_back(gx)?)]);
+                }
+            }
             let x = saved_x.get()?;
             let y = if is_grad_enabled() {
                 x.unary(op)?
             } else {
                 saved_out.get()?.clone()
             };
+            if let Some(gx) = grad_from_output(op, g, &y)? {
+                return Ok(vec![Some(cast_back(gx)?)]);
+            }
             let u = |o: UnaryOp| x.unary(o);
             let gx = match op {
                 Neg => neg(g)?,
                 Abs => mul(g, &u(Sign)?)?,
                 Sign | Floor | Ceil | Round | Trunc => muls(g, 0.0)?,
-                Exp => mul(g, &y)?,
-                Exp2 => muls(&mul(g, &y)?, std::f64::consts::LN_2)?,
-                Expm1 => mul(g, &adds(&y, 1.0)?)?,
                 Log => div(g, x)?,
                 Log2 => div(g, &muls(x, std::f64::consts::LN_2)?)?,
                 Log10 => div(g, &muls(x, std::f64::consts::LN_10)?)?,
                 Log1p => div(g, &adds(x, 1.0)?)?,
-                Sqrt => div(g, &muls(&y, 2.0)?)?,
-                Rsqrt => muls(&mul(g, &mul(&y, &mul(&y, &y)?)?)?, -0.5)?,
                 Sin => mul(g, &u(Cos)?)?,
                 Cos => neg(&mul(g, &u(Sin)?)?)?,
-                Tan => mul(g, &adds(&mul(&y, &y)?, 1.0)?)?,
                 Asin => div(g, &rsubs(&mul(x, x)?, 1.0)?.unary(Sqrt)?)?,
                 Acos => neg(&div(g, &rsubs(&mul(x, x)?, 1.0)?.unary(Sqrt)?)?)?,
                 Atan => div(g, &adds(&mul(x, x)?, 1.0)?)?,
                 Sinh => mul(g, &u(Cosh)?)?,
                 Cosh => mul(g, &u(Sinh)?)?,
-                Tanh => mul(g, &rsubs(&mul(&y, &y)?, 1.0)?)?,
                 Asinh => div(g, &adds(&mul(x, x)?, 1.0)?.unary(Sqrt)?)?,
                 Acosh => div(g, &adds(&mul(x, x)?, -1.0)?.unary(Sqrt)?)?,
                 Atanh => div(g, &rsubs(&mul(x, x)?, 1.0)?)?,
-                Sigmoid => mul(g, &mul(&y, &rsubs(&y, 1.0)?)?)?,
                 Relu => match relu_backward_fast(g, x) {
                     Some(r) => r?,
                     None => relu_backward_recorded(g, x)?,
@@ -292,10 +301,6 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                         std::f64::consts::FRAC_2_SQRT_PI,
                     )?,
                 )?)?,
-                Erfinv => mul(
-                    g,
-                    &muls(&mul(&y, &y)?.unary(Exp)?, std::f64::consts::PI.sqrt() / 2.0)?,
-                )?,
                 Frac => g.clone(),
                 Lgamma => mul(g, &u(Digamma)?)?,
                 Digamma => mul(g, &u(Trigamma)?)?,
@@ -309,13 +314,35 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                         -2.0,
                     )?,
                 )?,
-                Reciprocal => neg(&mul(g, &mul(&y, &y)?)?)?,
                 Square => mul(g, &muls(x, 2.0)?)?,
-                _ => unreachable!("filtered above"),
+                _ => unreachable!("filtered above, or handled by grad_from_output"),
             };
-            Ok(vec![Some(if gx.dtype() != dx { gx.cast(dx)? } else { gx })])
+            Ok(vec![Some(cast_back(gx)?)])
         }),
     );
+}
+
+/// The gradient of unary ops whose derivative is a function of their output `y` alone (the
+/// ones PyTorch saves only the result for); `None` for the others.
+fn grad_from_output(op: UnaryOp, g: &Tensor, y: &Tensor) -> Result<Option<Tensor>> {
+    use UnaryOp::*;
+    let y2 = || mul(y, y);
+    Ok(Some(match op {
+        Exp => mul(g, y)?,
+        Exp2 => muls(&mul(g, y)?, std::f64::consts::LN_2)?,
+        Expm1 => mul(g, &adds(y, 1.0)?)?,
+        Sqrt => div(g, &muls(y, 2.0)?)?,
+        Rsqrt => muls(&mul(g, &mul(y, &y2()?)?)?, -0.5)?,
+        Tan => mul(g, &adds(&y2()?, 1.0)?)?,
+        Tanh => mul(g, &rsubs(&y2()?, 1.0)?)?,
+        Sigmoid => mul(g, &mul(y, &rsubs(y, 1.0)?)?)?,
+        Erfinv => mul(
+            g,
+            &muls(&y2()?.unary(Exp)?, std::f64::consts::PI.sqrt() / 2.0)?,
+        )?,
+        Reciprocal => neg(&mul(g, &y2()?)?)?,
+        _ => return Ok(None),
+    }))
 }
 
 /// `t` with zeros where `mask` is true (mask has t's shape). Differentiable in `t`.

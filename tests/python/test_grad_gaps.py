@@ -572,3 +572,39 @@ def test_binary_ops_save_only_the_operands_their_gradient_reads():
     a.add_(1)  # so neither q's nor r's backward reads a
     (q.sum() + r.sum()).backward()
     np.testing.assert_allclose(x.grad.numpy(), 1 / y.detach().numpy() + 3)
+
+
+OUTPUT_ONLY = {  # op: its derivative as a function of the output y
+    "exp": lambda y: y,
+    "exp2": lambda y: y * math.log(2),
+    "expm1": lambda y: y + 1,
+    "sqrt": lambda y: 1 / (2 * y),
+    "rsqrt": lambda y: -0.5 * y**3,
+    "tan": lambda y: 1 + y**2,
+    "tanh": lambda y: 1 - y**2,
+    "sigmoid": lambda y: y * (1 - y),
+    "erfinv": lambda y: np.exp(y**2) * math.sqrt(math.pi) / 2,
+    "reciprocal": lambda y: -(y**2),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_ONLY))
+def test_unary_ops_whose_gradient_needs_only_the_output(name):
+    # As PyTorch, these read only their result in backward, so an in-place write into the
+    # input afterwards (gating: h.mul_() after sigmoid(h)) leaves backward valid; writing into
+    # the result still raises.
+    x = ft.tensor(np.linspace(0.1, 0.9, 6).reshape(2, 3), dtype=ft.float64, requires_grad=True)
+    h = (x * 1).clone()
+    y = getattr(ft, name)(h)
+    h.mul_(0.5)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), OUTPUT_ONLY[name](y.detach().numpy()),
+                               rtol=1e-12)
+    h = (x * 1).clone()
+    y = getattr(ft, name)(h)
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    # Double backward still differentiates through y.
+    z = x.detach().clone().requires_grad_()
+    assert gradgradcheck(lambda t: getattr(ft, name)(t), (z,))
