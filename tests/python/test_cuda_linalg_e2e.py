@@ -96,7 +96,7 @@ def rbf(x1, x2, log_ls, log_sf):
     return torch.exp(2 * log_sf) * torch.exp(-0.5 * d2 / torch.exp(2 * log_ls))
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_gp_regression_marginal_likelihood_with_adam(dtype):
     # Batch of 2 independent 1-d GPs; the inputs are a non-contiguous (transposed) view.
     xs = torch.linspace(-3, 3, 14, dtype=torch.float64)
@@ -152,7 +152,7 @@ def test_gp_regression_marginal_likelihood_with_adam(dtype):
 # ------------------------------------------------------------------------------------ PCA
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_pca_via_svd_and_eigh(dtype):
     rng = np.random.default_rng(2)
     latent = rng.standard_normal((40, 3)) * np.array([3.0, 1.5, 0.5])
@@ -237,7 +237,7 @@ def test_ridge_regression_closed_form_vs_gradient_descent():
 # -------------------------------------------------------- whitening, Mahalanobis, MVN density
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_zca_whitening_mahalanobis_and_mvn_log_density(dtype):
     rng = np.random.default_rng(5)
     a = rng.standard_normal((4, 4))
@@ -275,7 +275,8 @@ def test_zca_whitening_mahalanobis_and_mvn_log_density(dtype):
         half_logdet = torch.log(torch.diagonal(Ls, 0, -2, -1)).sum(-1)
         logp = (-0.5 * (sol ** 2).sum(-2) - half_logdet[:, None]
                 - 0.5 * 4 * math.log(2 * math.pi))
-        mvn = torch.distributions.MultivariateNormal(m.unsqueeze(1), covariance_matrix=S.unsqueeze(1))
+        mvn = torch.distributions.MultivariateNormal(m.unsqueeze(1),
+                                                     covariance_matrix=S.unsqueeze(1))
         logp_d = mvn.log_prob(q)
         assert np.allclose(to_np(logp_d), to_np(logp), **tol_for(dtype))
         return {"W": W, "white": white, "maha": maha, "logp": logp, "logp_d": logp_d,
@@ -371,7 +372,7 @@ def test_kalman_filter_predict_update_batched():
 # ------------------------------------------------------------------- orthogonal weights, QR
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_orthogonal_init_and_orthogonality_regularised_training(dtype):
     w0 = data((8, 5), 11, dtype)
     x_all = data((20, 5), 12, dtype)
@@ -410,7 +411,7 @@ def test_orthogonal_init_and_orthogonality_regularised_training(dtype):
 # --------------------------------------------------------- spectral norm, cond, matrix_rank
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_spectral_norm_power_iteration_cond_and_rank(dtype):
     mats = data((3, 6, 4), 14, dtype)
     u0 = data((3, 6), 15, dtype)
@@ -513,7 +514,7 @@ def test_ensemble_majority_vote_with_mode():
 # ------------------------------------------------------------- linear normalising flow
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_linear_flow_log_det_training(dtype):
     rng = np.random.default_rng(22)
     mix = np.array([[2.0, 0.3, 0.0], [0.5, 1.0, 0.2], [0.0, -0.4, 0.7]])
@@ -623,7 +624,7 @@ def test_bayesian_linear_regression_posterior_and_evidence_gradients():
 # -------------------------------------------------- implicit heat equation with LU reuse
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_implicit_heat_equation_lu_factor_reuse(dtype):
     n, steps = 12, 8
     xs = np.linspace(0, 1, n)
@@ -691,3 +692,139 @@ def test_rigid_body_torques_and_plane_fit():
 
     cpu, _ = run_both(program)
     np.testing.assert_allclose(to_np(cpu["coef"])[:2, 0], [0.3, -0.2], atol=0.01)
+
+
+# ------------------------------------------------------------------- absorbing Markov chain
+
+
+def test_absorbing_markov_chain_fundamental_matrix_and_n_step_transitions():
+    # Gambler's-ruin-like chain on 0..5 with a lazy step; 0 and 5 absorb.
+    n = 6
+    P_np = np.zeros((n, n))
+    P_np[0, 0] = P_np[n - 1, n - 1] = 1.0
+    for i in range(1, n - 1):
+        P_np[i, i - 1], P_np[i, i], P_np[i, i + 1] = 0.35, 0.2, 0.45
+    start = torch.tensor([0.0, 0.1, 0.2, 0.4, 0.3, 0.0], dtype=torch.float64)
+
+    def program(device):
+        P = torch.tensor(P_np, dtype=torch.float64, device=device)
+        Q = P[1:-1, 1:-1]                                # transient block: a view
+        R = P[1:-1][:, [0, n - 1]]
+        N = la.inv(torch.eye(n - 2, dtype=P.dtype, device=device) - Q)
+        steps = N.sum(1)                                 # expected steps to absorption
+        B = la.solve(torch.eye(n - 2, dtype=P.dtype, device=device) - Q, R)
+        assert np.allclose(to_np(B.sum(1)), 1.0, atol=1e-12)
+        assert np.allclose(to_np(N @ R), to_np(B), atol=1e-12)
+        p0 = start.to(device)
+        dist = [p0 @ la.matrix_power(P, k) for k in (1, 2, 5, 20)]
+        # Variance of the absorption time: (2N - I) t - t * t.
+        t = steps.unsqueeze(1)
+        var = (2 * N - torch.eye(n - 2, dtype=P.dtype, device=device)) @ t - t * t
+        return {"N": N, "steps": steps, "B": B, "dist": dist, "var": var,
+                "det": la.det(torch.eye(n - 2, dtype=P.dtype, device=device) - Q)}
+
+    cpu, _ = run_both(program)
+    d = to_np(cpu["dist"][-1])
+    np.testing.assert_allclose(d.sum(), 1.0, atol=1e-12)
+    assert d[0] + d[-1] > 0.9                             # nearly all mass absorbed
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
+    "linalg.matrix_power(A, 0) returns the identity on the CPU for a CUDA A (the n == 0 "
+    "branch of Tensor::matrix_power builds it with from_vec on the host), so adding it to "
+    "CUDA tensors raises 'Expected all tensors to be on the same device'"))
+def test_neumann_series_inverse_with_matrix_powers():
+    a0 = 0.15 * data((2, 4, 4), 32)
+
+    def program(device):
+        E = a0.to(device)                                 # A = I - E, spectral radius < 1
+        A = torch.eye(4, dtype=E.dtype, device=device) - E
+        approx = sum(la.matrix_power(E, k) for k in range(0, 40))
+        exact = la.inv(A)
+        assert np.allclose(to_np(approx), to_np(exact), atol=1e-10)
+        return {"approx": approx, "exact": exact}
+
+    run_both(program)
+
+
+# ---------------------------------------------- GP with jitter, posterior samples, upper factors
+
+
+def test_gp_jitter_retry_posterior_samples_and_upper_factor():
+    # Duplicate inputs make the noise-free kernel singular: retry with growing jitter as
+    # GPyTorch's psd_safe_cholesky does, using cholesky_ex's info on the device.
+    x_np = np.concatenate([np.linspace(0, 1, 8), np.linspace(0, 1, 8)[:4]])
+    x_all = torch.from_numpy(x_np).unsqueeze(-1)
+    y_all = torch.sin(6 * x_all)
+    xt_all = torch.linspace(0, 1, 6, dtype=torch.float64).unsqueeze(-1)
+    eps_all = data((6, 3), 33)
+
+    def program(device):
+        x, y, xt = x_all.to(device), y_all.to(device), xt_all.to(device)
+        ls = torch.tensor(0.3, dtype=torch.float64, device=device)
+        sf = torch.tensor(0.0, dtype=torch.float64, device=device)
+        K = rbf(x, x, torch.log(ls), sf)
+        jitter, infos = 0.0, []
+        while True:
+            L, info = la.cholesky_ex(K + jitter * eye(K.shape[0], K))
+            assert info.device.type == device
+            infos.append(int(info))
+            if int(info) == 0:
+                break
+            jitter = max(jitter * 10, 1e-12)
+        U = la.cholesky(K + jitter * eye(K.shape[0], K), upper=True)
+        assert np.allclose(to_np(U), to_np(L.t()), atol=1e-12)
+        # The regression itself has observation noise.
+        U = la.cholesky(K + 1e-2 * eye(K.shape[0], K), upper=True)
+        Ks = rbf(xt, x, torch.log(ls), sf)
+        # alpha = K^-1 y with the upper factor: U^T U alpha = y.
+        z = la.solve_triangular(U.t(), y, upper=False)
+        alpha = la.solve_triangular(U, z, upper=True)
+        alpha2 = torch.cholesky_solve(y, U, upper=True)
+        assert np.allclose(to_np(alpha), to_np(alpha2), rtol=1e-10, atol=1e-10)
+        mean = Ks @ alpha2
+        # V = Ks U^-1 through a right-side triangular solve.
+        V = la.solve_triangular(U, Ks, upper=True, left=False)
+        cov = rbf(xt, xt, torch.log(ls), sf) - V @ V.t() + 1e-8 * eye(6, V)
+        Lc = la.cholesky(cov)
+        samples = mean + Lc @ eps_all.to(device)
+        return {"infos": infos, "jitter": jitter, "U": U, "mean": mean, "cov": cov,
+                "samples": samples, "Kinv": torch.cholesky_inverse(U, upper=True)}
+
+    cpu, _ = run_both(program)
+    assert cpu["infos"][0] > 0 and cpu["infos"][-1] == 0     # the retry actually happened
+
+
+# --------------------------------------------- differentiable closed-form heads (lstsq / solve)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_meta_learning_closed_form_ridge_head_gradients(dtype):
+    # R2-D2-style few-shot learning: a feature extractor trained through a closed-form
+    # least-squares head fitted per task (a batch of tasks).
+    xs = data((3, 12, 5), 34, dtype)                    # 3 tasks, 12 support points
+    ys = data((3, 12, 2), 35, dtype)
+    xq = data((3, 6, 5), 36, dtype)
+    yq = data((3, 6, 2), 37, dtype)
+    w0 = 0.3 * data((5, 4), 38, dtype)
+
+    def program(device):
+        W = leaf(w0, device)
+        opt = torch.optim.Adam([W], lr=0.02)
+        sx, sy, qx, qy = (t.to(device) for t in (xs, ys, xq, yq))
+        losses, grads = [], []
+        for step in range(4):
+            opt.zero_grad()
+            fs = torch.tanh(sx @ W)                         # (3, 12, 4)
+            fq = torch.tanh(qx @ W)
+            head = la.lstsq(fs, sy).solution                # (3, 4, 2)
+            ridge = la.solve(fs.mT @ fs + 0.1 * eye(4, fs), fs.mT @ sy)
+            h = head if step % 2 == 0 else ridge
+            loss = ((fq @ h - qy) ** 2).mean() + 0.01 * la.matrix_norm(W, "nuc")
+            loss.backward()
+            losses.append(loss.detach())
+            grads.append(W.grad.clone())
+            opt.step()
+        return {"losses": losses, "grads": grads, "W": W}
+
+    run_both(program, tol_for(dtype))
