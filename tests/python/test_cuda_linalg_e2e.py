@@ -828,3 +828,39 @@ def test_meta_learning_closed_form_ridge_head_gradients(dtype):
         return {"losses": losses, "grads": grads, "W": W}
 
     run_both(program, tol_for(dtype))
+
+
+# -------------------------------------------------- signed areas of (degenerate) triangles
+
+
+def cofactor(m):
+    """Cofactor matrix (the gradient of det) of each 3x3 matrix, from 2x2 minors."""
+    out = np.empty_like(m)
+    for i in range(3):
+        for j in range(3):
+            minor = np.delete(np.delete(m, i, -2), j, -1)
+            out[..., i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return out
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
+    "the backward of linalg.det inverts A and raises 'linalg.inv: (Batch element 2): The "
+    "diagonal element 2 is zero, ...' for a singular matrix, on the CPU and on CUDA alike; "
+    "PyTorch's det backward handles singular inputs and returns the cofactor matrix"))
+def test_triangle_area_gradients_with_a_degenerate_triangle():
+    # Signed area of triangles = det([[x, y, 1], ...]) / 2; the last one is collinear.
+    tri = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]],
+                        [[0.5, 0.2], [2.0, 1.0], [-1.0, 3.0]],
+                        [[0.0, 0.0], [1.0, 1.0], [3.0, 3.0]]], dtype=torch.float64)
+
+    def program(device):
+        pts = leaf(tri, device)
+        m = torch.cat([pts, torch.ones(3, 3, 1, dtype=pts.dtype, device=device)], -1)
+        area = la.det(m) / 2
+        area.sum().backward()
+        return {"area": area, "grad": pts.grad}
+
+    cpu, _ = run_both(program)
+    m = np.concatenate([tri.numpy(), np.ones((3, 3, 1))], -1)
+    np.testing.assert_allclose(to_np(cpu["area"]), np.linalg.det(m) / 2, atol=1e-12)
+    np.testing.assert_allclose(to_np(cpu["grad"]), cofactor(m)[..., :2] / 2, atol=1e-12)
