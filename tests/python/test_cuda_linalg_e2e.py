@@ -390,7 +390,7 @@ def test_orthogonal_init_and_orthogonality_regularised_training(dtype):
             opt.zero_grad()
             fit = ((x @ W.t() - y) ** 2).mean()
             ortho = ((W.t() @ W - eye(5, W)) ** 2).sum()
-            # Keep the span too: project onto the column space of the QR of W.
+            # Also differentiate through the R factor of a QR of the weight.
             Qw, Rw = la.qr(W)
             loss = fit + 0.1 * ortho + 0.01 * (Rw.diagonal() ** 2).sum()
             loss.backward()
@@ -473,7 +473,7 @@ def test_det_of_rotations_reflections_and_inverse_powers():
         p3 = la.matrix_power(Rz, -3)
         assert np.allclose(to_np(p3), to_np(la.matrix_power(Rz.transpose(-2, -1), 3)),
                            atol=1e-12)
-        # Orientation of point triples: sign of det([b - a, c - a, n]).
+        # The LU factors and pivots of the orthogonal matrices agree too.
         lu, piv = la.lu_factor(both)
         return {"det": det, "sign": sign, "logabs": logabs, "inv": inv, "p3": p3,
                 "p_neg1": la.matrix_power(both, -1), "lu": lu, "piv": piv}
@@ -498,7 +498,7 @@ def test_ensemble_majority_vote_with_mode():
         maj = torch.mode(votes, dim=0)
         maj_t = torch.mode(votes.t(), dim=1)                   # non-contiguous input
         agree = (votes == maj.values.unsqueeze(0)).sum(0)
-        # Per-model class histogram and the most frequent class over everything.
+        # Per-sample class histogram and the most frequent class over everything.
         overall = torch.mode(votes.flatten())
         return {"votes": votes, "values": maj.values, "values_t": maj_t.values,
                 "agree": agree, "overall": overall.values,
