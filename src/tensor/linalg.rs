@@ -820,6 +820,7 @@ impl Tensor {
                 }
                 Tensor::from_vec_unchecked(v, &[r, r])
             });
+            let eye = eye.to_device(self.device())?;
             return Ok(eye.broadcast_to(self.shape())?.contiguous());
         }
         let base = if n < 0 {

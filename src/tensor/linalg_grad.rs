@@ -157,6 +157,30 @@ pub(crate) fn record_dot(a: &Tensor, b: &Tensor, out: &Tensor) {
 // ---------------------------------------------------------------------- helpers
 
 /// `t[..., None, None]`
+/// The cofactor matrix `adj(A)^T` of square matrices, singular ones included: with
+/// `A = U S Vh`, `adj(A)^T = det(U) det(Vh) U diag(prod_{j != i} s_j) Vh`.
+fn cofactors_by_svd(a: &Tensor) -> Result<Tensor> {
+    let (u, s, vh) = a.linalg_svd(false)?;
+    let n = s.shape()[s.ndim() - 1] as i64;
+    // Products of the singular values before and after each one (no division by zero).
+    let exclusive = |t: &Tensor| -> Result<Tensor> {
+        let ones = Tensor::full_on(
+            t.device(),
+            &[&t.shape()[..t.ndim() - 1], &[1]].concat(),
+            Scalar::Float(1.0),
+            t.dtype(),
+        )?;
+        let before = t.narrow(-1, 0, n - 1)?.cumprod(-1, None)?;
+        super::join::cat(&[ones, before], -1)
+    };
+    let others = mul(&exclusive(&s)?, &exclusive(&s.flip(&[-1])?)?.flip(&[-1])?)?;
+    let sign = no_grad(|| mul(&u.linalg_det()?, &vh.linalg_det()?))?;
+    mul(
+        &unsq2(&sign)?,
+        &mul(&u, &others.unsqueeze(-2)?)?.matmul(&vh)?,
+    )
+}
+
 fn unsq2(t: &Tensor) -> Result<Tensor> {
     t.unsqueeze(-1)?.unsqueeze(-1)
 }
@@ -254,7 +278,8 @@ impl Tensor {
         Ok(out)
     }
 
-    /// `linalg.det` (batched). Gradient `g det A^{-T}` (non-singular inputs).
+    /// `linalg.det` (batched). Gradient: the cofactor matrix, `det A^{-T}` for non-singular
+    /// inputs and from the SVD otherwise (as PyTorch, so singular matrices get gradients).
     pub fn linalg_det(&self) -> Result<Tensor> {
         let out = no_grad(|| self.linalg_det_raw())?;
         if needs_grad(&[self]) {
@@ -268,9 +293,11 @@ impl Tensor {
                         return grads_or_none(1);
                     };
                     let a = saved.get()?;
-                    let d = a.linalg_det()?;
-                    let it = a.linalg_inv()?.mt()?;
-                    Ok(vec![Some(mul(&unsq2(&mul(g, &d)?)?, &it)?)])
+                    let grad = match a.linalg_inv() {
+                        Ok(inv) => mul(&unsq2(&mul(g, &a.linalg_det()?)?)?, &inv.mt()?)?,
+                        Err(_) => mul(&unsq2(g)?, &cofactors_by_svd(a)?)?,
+                    };
+                    Ok(vec![Some(grad)])
                 }),
             );
         }

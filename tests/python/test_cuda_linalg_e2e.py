@@ -729,10 +729,6 @@ def test_absorbing_markov_chain_fundamental_matrix_and_n_step_transitions():
     assert d[0] + d[-1] > 0.9                             # nearly all mass absorbed
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "linalg.matrix_power(A, 0) returns the identity on the CPU for a CUDA A (the n == 0 "
-    "branch of Tensor::matrix_power builds it with from_vec on the host), so adding it to "
-    "CUDA tensors raises 'Expected all tensors to be on the same device'"))
 def test_neumann_series_inverse_with_matrix_powers():
     a0 = 0.15 * data((2, 4, 4), 32)
 
@@ -843,10 +839,6 @@ def cofactor(m):
     return out
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "the backward of linalg.det inverts A and raises 'linalg.inv: (Batch element 2): The "
-    "diagonal element 2 is zero, ...' for a singular matrix, on the CPU and on CUDA alike; "
-    "PyTorch's det backward handles singular inputs and returns the cofactor matrix"))
 def test_triangle_area_gradients_with_a_degenerate_triangle():
     # Signed area of triangles = det([[x, y, 1], ...]) / 2; the last one is collinear.
     tri = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]],

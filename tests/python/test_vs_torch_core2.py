@@ -2208,9 +2208,6 @@ GRADS_XFAIL = {
     "max_with_nan": "the gradient of max() over a tensor holding a NaN is nan everywhere; "
                     "PyTorch sends it to the NaN element (src/tensor/reduce_grad.rs, "
                     "record_extremum for MaxBackward1)",
-    "det_singular": "backward of linalg.det at a singular matrix raises (it inverts the "
-                    "matrix); PyTorch gives the adjugate-based gradient ([[4, -2], [-2, 1]]) "
-                    "(src/tensor/linalg_grad.rs, LinalgDetBackward0)",
 }
 
 
