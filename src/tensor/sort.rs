@@ -462,9 +462,20 @@ impl Tensor {
         return_counts: bool,
         dim: Option<i64>,
     ) -> Result<Unique> {
-        if self.device().is_cuda() && (dim.is_none() || self.ndim() <= 1) {
+        if self.device().is_cuda() {
             // (With at most one dim, `unique(dim=0)` is the elementwise unique.)
-            return self.unique_cuda(consecutive, return_inverse, return_counts);
+            let d = match dim {
+                Some(d) if self.ndim() > 1 => Some(self.dim(d)?),
+                Some(d) => {
+                    self.dim(d)?;
+                    None
+                }
+                None => None,
+            };
+            // Slices of no elements: the host's rules for them (nothing to copy).
+            if d.is_none() || self.numel() > 0 {
+                return self.unique_cuda(consecutive, return_inverse, return_counts, d);
+            }
         }
         cuda_via_host!("unique_dim", [self], |x| x.unique_impl(
             consecutive,
@@ -564,29 +575,62 @@ impl Tensor {
     /// `consecutive`), compare neighbours, and read back only where the runs start (the
     /// output's size must be known on the host, as in PyTorch). NaNs are all distinct, as on
     /// the CPU.
+    /// `unique` on the device, elementwise (`dim == None`) or of the slices along `dim`:
+    /// the data as `n` rows of `width` elements, ordered by stable sorts (one per column, the
+    /// last first, so rows end up in lexicographic order with ties by position, NaN last, as
+    /// on the CPU), runs of equal rows (NaNs never equal) found by comparing neighbours.
+    /// Reads back only where runs start, which fixes the output's size.
     fn unique_cuda(
         &self,
         consecutive: bool,
         return_inverse: bool,
         return_counts: bool,
+        dim: Option<usize>,
     ) -> Result<Unique> {
+        use super::BinaryOp::Ne;
         let device = self.device();
-        let flat = self.reshape(&[-1])?;
-        let n = flat.numel();
-        let (sorted, perm) = if consecutive || n <= 1 {
-            (flat, None)
-        } else {
-            let (v, i) = flat.sort_raw(0, false)?;
-            (v, Some(i))
+        // Rows: the slices along `dim` moved first, or single elements.
+        let (rows, back_perm) = match dim {
+            Some(d) => {
+                let mut perm: Vec<i64> = vec![d as i64];
+                perm.extend((0..self.ndim() as i64).filter(|&i| i != d as i64));
+                let n = self.shape()[d] as i64;
+                let moved = self.permute(&perm)?;
+                let mut back: Vec<i64> = (1..self.ndim() as i64).collect();
+                back.insert(d, 0);
+                (moved.reshape(&[n, -1])?, Some((moved.shape().to_vec(), back)))
+            }
+            None => (self.reshape(&[-1, 1])?, None),
         };
-        // new_run[i]: sorted[i + 1] starts a new run.
+        let (n, width) = (rows.shape()[0], rows.shape()[1]);
+        let mut order: Option<Tensor> = None;
+        if !consecutive && n > 1 {
+            for c in (0..width as i64).rev() {
+                let column = rows.narrow(1, c, 1)?.reshape(&[-1])?;
+                let keys = match &order {
+                    Some(o) => column.index_select_raw(0, o)?,
+                    None => column,
+                };
+                let (_, idx) = keys.sort_raw(0, false)?;
+                order = Some(match &order {
+                    Some(o) => o.index_select_raw(0, &idx)?,
+                    None => idx,
+                });
+            }
+        }
+        let sorted = match &order {
+            Some(o) => rows.index_select_raw(0, o)?,
+            None => rows.clone(),
+        };
+        // new_run[i]: sorted row i + 1 starts a new run.
         let m = n.saturating_sub(1) as i64;
-        let new_run = if n > 1 {
+        let new_run = if n > 1 && width > 0 {
             sorted
                 .narrow(0, 1, m)?
-                .binary(&sorted.narrow(0, 0, m)?, super::BinaryOp::Ne)?
+                .binary(&sorted.narrow(0, 0, m)?, Ne)?
+                .any(Some(&[1]), false)?
         } else {
-            Tensor::full_on(device, &[0], crate::Scalar::Int(0), DType::Bool)?
+            Tensor::full_on(device, &[m as usize], Scalar::Bool(false), DType::Bool)?
         };
         let flags = new_run.to_vec::<bool>()?;
         let mut starts: Vec<i64> = if n > 0 { vec![0] } else { vec![] };
@@ -599,15 +643,23 @@ impl Tensor {
         );
         let u = starts.len();
         let to_dev = |v: Vec<i64>| Tensor::from_vec_unchecked(v, &[u]).to_device(device);
-        let values = sorted.index_select_raw(0, &to_dev(starts.clone())?)?;
+        let unique_rows = sorted.index_select_raw(0, &to_dev(starts.clone())?)?;
+        let values = match &back_perm {
+            Some((moved_shape, back)) => {
+                let mut shape: Vec<i64> = moved_shape.iter().map(|&d| d as i64).collect();
+                shape[0] = u as i64;
+                unique_rows.reshape(&shape)?.permute(back)?.contiguous()
+            }
+            None => unique_rows.reshape(&[-1])?,
+        };
         let inverse = if return_inverse {
-            // Run number of each sorted element: 0, then the running count of new runs.
+            // Run number of each sorted row: 0, then the running count of new runs.
             let group = Tensor::full_on(device, &[n], Scalar::Int(0), DType::I64)?;
             if n > 1 {
                 let runs = new_run.to_dtype(DType::I64).cumsum_raw(0, None)?;
                 group.narrow(0, 1, m)?.copy_raw(&runs)?;
             }
-            let inv = match perm {
+            let inv = match order {
                 None => group,
                 Some(p) => {
                     let inv = Tensor::full_on(device, &[n], Scalar::Int(0), DType::I64)?;
@@ -615,8 +667,13 @@ impl Tensor {
                     inv
                 }
             };
-            let shape: Vec<i64> = self.shape().iter().map(|&d| d as i64).collect();
-            Some(inv.reshape(&shape)?)
+            Some(match dim {
+                Some(_) => inv,
+                None => {
+                    let shape: Vec<i64> = self.shape().iter().map(|&d| d as i64).collect();
+                    inv.reshape(&shape)?
+                }
+            })
         } else {
             None
         };

@@ -392,26 +392,26 @@ def test_embedding_on_gpu():
 @pytest.mark.cuda
 @needs_gpu
 def test_op_without_kernel_falls_back_or_raises_clearly():
-    # torch.unique(dim=) of a matrix has no CUDA path: by default it runs on a host copy and
-    # the result comes back to the GPU; with the fallback off it is a clear RuntimeError.
+    # torch.mode of a 0-d tensor has no CUDA path (a corner nobody optimises): by default it
+    # runs on a host copy and the result comes back to the GPU; with the fallback off it is a
+    # clear RuntimeError.
     import subprocess
     import sys
 
-    g = torch.tensor([[3, 1], [2, 0], [3, 1]], device="cuda")
-    u, inv = torch.unique(g, dim=0, return_inverse=True)
-    assert u.is_cuda and inv.is_cuda
-    assert u.tolist() == [[2, 0], [3, 1]] and inv.tolist() == [1, 0, 1]
-    assert "unique_dim" in torch._C._cuda_host_fallback_ops()
+    g = torch.tensor(3.5, device="cuda")
+    v, i = torch.mode(g)
+    assert v.is_cuda and i.is_cuda and v.item() == 3.5 and i.item() == 0
+    assert "mode" in torch._C._cuda_host_fallback_ops()
     code = (
         "import ferrotorch as torch\n"
         "try:\n"
-        "    torch.unique(torch.tensor([[1, 2]], device='cuda'), dim=0)\n"
+        "    torch.mode(torch.tensor(1.0, device='cuda'))\n"
         "except RuntimeError as e:\n"
         "    print('raised:', e)\n"
     )
     env = dict(os.environ, FERROTORCH_CUDA_HOST_FALLBACK="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert "raised: unique_dim is not implemented for CUDA tensors yet" in out.stdout, out
+    assert "raised: mode is not implemented for CUDA tensors yet" in out.stdout, out
 
 
 @pytest.mark.cuda

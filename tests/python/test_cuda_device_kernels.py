@@ -400,6 +400,31 @@ def test_unique_matches_cpu(dtype):
     not_via_host("unique")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.uint8,
+                                   torch.bool])
+def test_unique_along_a_dim_matches_cpu(dtype):
+    # Slices along `dim` in lexicographic order (NaN last, NaN slices all distinct), with
+    # duplicates, on contiguous and transposed storage, 3-D and consecutive variants.
+    rng = np.random.default_rng(47)
+    a = rng.integers(0, 2, (7, 3, 2)).astype(np.float64)
+    a[4] = a[1]
+    a[6] = a[1]
+    if dtype.is_floating_point:
+        a[2, 0, 0] = a[5, 0, 0] = np.nan
+        a[5] = a[2]
+    x = torch.from_numpy(a).to(dtype) if dtype != torch.bool else torch.from_numpy(a > 0)
+    g = x.cuda()
+    for view_c, view_g in ((x, g), (x.transpose(0, 2), g.transpose(0, 2)),
+                           (x[:, 0], g[:, 0]), (x[:, :, 0].t(), g[:, :, 0].t())):
+        for d in range(view_c.dim()):
+            for kw in ({}, {"return_inverse": True, "return_counts": True}):
+                for fn in (torch.unique, torch.unique_consecutive):
+                    got, want = fn(view_g, dim=d, **kw), fn(view_c, dim=d, **kw)
+                    for gg, ww in zip(got if kw else [got], want if kw else [want]):
+                        same(gg, ww)
+    not_via_host("unique_dim")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
                                    torch.int64, torch.int32, torch.int16, torch.int8,
                                    torch.uint8])

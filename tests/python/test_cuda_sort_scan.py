@@ -236,12 +236,13 @@ def test_host_fallback_keeps_results_on_the_device():
         (lambda t: torch.trace(t), "trace"),
         (lambda t: torch.hypot(t, t.t()), "hypot_cpu"),
         (lambda t: torch.unique(t.round(), dim=0), "unique_dim"),
+        (lambda t: torch.mode(t[0, 0]), "mode"),
     ]
     for fn, _name in cases:
         np.testing.assert_allclose(npy(on_gpu(fn(g))), npy(fn(a)), rtol=1e-9, atol=1e-12)
-    # (torch.linalg's Python wrappers make their own host copies, so only unique(dim=) reaches
-    # the Rust fallback; tril/triu, trace and hypot have device paths now.)
-    assert "unique_dim" in set(torch._C._cuda_host_fallback_ops())
+    # (Only mode of a 0-d tensor is left of these on the host fallback: the linalg ops,
+    # unique(dim=), tril/triu, trace and hypot have device paths now.)
+    assert "mode" in set(torch._C._cuda_host_fallback_ops())
     # Gradients flow through the fallback (the backward formulas run on the device).
     x = a.clone().requires_grad_()
     y = g.clone().requires_grad_()
