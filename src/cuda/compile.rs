@@ -20,10 +20,11 @@ pub enum KernelFile {
     Nn,
     Optim,
     Sort,
+    Linalg,
 }
 
 impl KernelFile {
-    pub const ALL: [KernelFile; 10] = [
+    pub const ALL: [KernelFile; 11] = [
         KernelFile::Unary,
         KernelFile::Binary,
         KernelFile::Cast,
@@ -34,6 +35,7 @@ impl KernelFile {
         KernelFile::Nn,
         KernelFile::Optim,
         KernelFile::Sort,
+        KernelFile::Linalg,
     ];
 
     pub fn name(self) -> &'static str {
@@ -48,6 +50,7 @@ impl KernelFile {
             KernelFile::Nn => "nn.cu",
             KernelFile::Optim => "optim.cu",
             KernelFile::Sort => "sort.cu",
+            KernelFile::Linalg => "linalg.cu",
         }
     }
 
@@ -67,6 +70,7 @@ impl KernelFile {
             KernelFile::Nn => include_str!("../../cuda_kernels/nn.cu"),
             KernelFile::Optim => include_str!("../../cuda_kernels/optim.cu"),
             KernelFile::Sort => include_str!("../../cuda_kernels/sort.cu"),
+            KernelFile::Linalg => include_str!("../../cuda_kernels/linalg.cu"),
         }
     }
 

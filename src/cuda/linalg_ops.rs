@@ -13,11 +13,27 @@
 //! return it without synchronising) or read on the host, where the caller has to raise.
 
 use super::blas::trsm_right;
+use super::compile::KernelFile;
 use super::driver::{cublas_present, cusolver_present, DeviceState};
-use super::ops::{band, clone, contiguous, dev_of, download, empty, full, ordinal_of, upload};
+use super::dtype_suffix;
+use super::launch::elementwise;
+use super::ops::{
+    band, clone, contiguous, dev_of, download, empty, full, launch, ordinal_of, upload,
+};
 use crate::{DType, Error, Result, Scalar, Tensor};
 use cudarc::cusolver::sys as cs;
+use cudarc::driver::PushKernelArg;
 use std::sync::MutexGuard;
+
+/// Batches of at least this many matrices of at most `SMALL_N` rows go to linalg.cu's
+/// one-thread-per-matrix kernels: cuSOLVER/cuBLAS take a launch or more per matrix, which
+/// dominates for small matrices (PyTorch switches to batched routines there too).
+const SMALL_N: usize = 32;
+const MIN_BATCH: usize = 32;
+
+fn small_batch(n: usize, nb: usize) -> bool {
+    n <= SMALL_N && nb >= MIN_BATCH
+}
 
 /// An owned cuSOLVER dense handle.
 pub struct SolverHandle(cs::cusolverDnHandle_t);
@@ -186,6 +202,13 @@ pub(crate) fn cholesky(a: &Tensor, upper: bool) -> Result<(Tensor, Tensor)> {
             cs::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER
         };
         let ni = int(n, "linalg.cholesky")?;
+        if small_batch(n, nb) {
+            let (a, inf, nb64) = (at(&f, 0)?, at(&info, 0)?, nb as i64);
+            let col_upper = (uplo == cs::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER) as i32;
+            let name = format!("cholesky_batched_{}", dtype_suffix(sv.dtype));
+            launch!(dev, KernelFile::Linalg, name, elementwise(nb); a, inf, ni, col_upper, nb64)?;
+            return Ok((band(&f, 0, !upper)?, info));
+        }
         let mut lwork = 0i32;
         call!(
             sv,
@@ -235,6 +258,13 @@ fn getrf(sv: &Solver, f: &Tensor, rows: usize, cols: usize, nb: usize) -> Result
         return Ok((piv, info));
     }
     let (ri, ci) = (int(rows, "linalg.lu")?, int(cols, "linalg.lu")?);
+    if rows == cols && small_batch(rows, nb) {
+        let dev = dev_of(f)?;
+        let (a, p, inf, nb64) = (at(f, 0)?, at(&piv, 0)?, at(&info, 0)?, nb as i64);
+        let name = format!("lu_batched_{}", dtype_suffix(sv.dtype));
+        launch!(dev, KernelFile::Linalg, name, elementwise(nb); a, p, inf, ri, nb64)?;
+        return Ok((piv, info));
+    }
     let mut lwork = 0i32;
     call!(
         sv,
@@ -328,6 +358,14 @@ fn getrs(
         cs::cublasOperation_t::CUBLAS_OP_N
     };
     let (ni, ki) = (int(n, "linalg.solve")?, int(k, "linalg.solve")?);
+    if small_batch(n, nb) {
+        let dev = dev_of(f)?;
+        let (lu, p, x, nb64) = (at(f, 0)?, at(piv, 0)?, at(b, 0)?, nb as i64);
+        let tr = transpose as i32;
+        let name = format!("lu_solve_batched_{}", dtype_suffix(sv.dtype));
+        launch!(dev, KernelFile::Linalg, name, elementwise(nb * k); lu, p, x, ni, ki, tr, nb64)?;
+        return Ok(());
+    }
     let info = ints(sv, &[nb])?;
     for i in 0..nb {
         call!(
@@ -381,6 +419,17 @@ pub(crate) fn solve_triangular(a: &Tensor, b: &Tensor, upper: bool, unit: bool) 
     let (_, nb) = batch_of(a);
     let a = contiguous(a)?;
     let x = owned_copy(b)?;
+    if small_batch(n, nb) && k > 0 {
+        let (ap, xp, nb64) = (at(&a, 0)?, at(&x, 0)?, nb as i64);
+        let (ki, ni) = (
+            int(k, "linalg.solve_triangular")?,
+            int(n, "linalg.solve_triangular")?,
+        );
+        let (lower, unit) = (upper as i32, unit as i32);
+        let name = format!("trsm_right_batched_{}", dtype_suffix(a.dtype()));
+        launch!(dev, KernelFile::Linalg, name, elementwise(nb * k); ap, xp, ki, ni, lower, unit, nb64)?;
+        return Ok(x);
+    }
     trsm_right(
         &dev,
         a.dtype(),

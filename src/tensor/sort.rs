@@ -598,7 +598,10 @@ impl Tensor {
                 let moved = self.permute(&perm)?;
                 let mut back: Vec<i64> = (1..self.ndim() as i64).collect();
                 back.insert(d, 0);
-                (moved.reshape(&[n, -1])?, Some((moved.shape().to_vec(), back)))
+                (
+                    moved.reshape(&[n, -1])?,
+                    Some((moved.shape().to_vec(), back)),
+                )
             }
             None => (self.reshape(&[-1, 1])?, None),
         };

@@ -362,6 +362,50 @@ def test_lstsq_gels_and_cross(dtype):
     close(x.grad, y.grad)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 3, 32, 33])
+def test_many_small_matrices(dtype, n):
+    # Batches of >= 32 matrices with n <= 32 go to linalg.cu's one-thread-per-matrix kernels
+    # (n = 33 still to cuSOLVER): same results, pivots, infos and errors.
+    nb = 40
+    a = rand((nb, n, n), dtype, 30) + 2 * torch.eye(n, dtype=dtype)
+    g = a.cuda()
+    close(la.inv(g), la.inv(a), scale=100)
+    close(la.det(g), la.det(a), scale=100)
+    close(la.slogdet(g)[1], la.slogdet(a)[1], scale=100)
+    b = rand((nb, n, 3), dtype, 31)
+    close(la.solve(g, b.cuda()), la.solve(a, b), scale=100)
+    lu, piv = la.lu_factor(g)
+    lu0, piv0 = la.lu_factor(a)
+    close(lu, lu0, scale=100)
+    np.testing.assert_array_equal(npy(piv), npy(piv0))
+    s = spd((nb, n, n), dtype, 32)
+    for upper in (False, True):
+        close(la.cholesky(s.cuda(), upper=upper), la.cholesky(s, upper=upper), scale=100)
+        t = torch.triu(a) if upper else torch.tril(a)
+        for unit in (False, True):
+            close(la.solve_triangular(t.cuda(), b.cuda(), upper=upper, unitriangular=unit),
+                  la.solve_triangular(t, b, upper=upper, unitriangular=unit), scale=100)
+    # A singular and a non-positive-definite matrix in the batch: the CPU's errors.
+    bad = a.clone()
+    bad[7] = 0
+    for fn, m in ((la.inv, bad), (la.cholesky, bad), (la.solve, bad)):
+        args = (lambda t: (t, b.to(t.device))) if fn is la.solve else (lambda t: (t,))
+        with pytest.raises(RuntimeError) as cpu:
+            fn(*args(m))
+        with pytest.raises(RuntimeError) as gpu:
+            fn(*args(m.cuda()))
+        assert str(gpu.value) == str(cpu.value)
+    np.testing.assert_array_equal(npy(la.lu_factor_ex(bad.cuda())[2]),
+                                  npy(la.lu_factor_ex(bad)[2]))
+    x = g.clone().requires_grad_()
+    la.det(x).sum().backward()
+    y = a.clone().requires_grad_()
+    la.det(y).sum().backward()
+    close(x.grad, y.grad, scale=1000)
+    no_host_fallback()
+
+
 # ------------------------------------------------------------------------------ gradients
 
 
