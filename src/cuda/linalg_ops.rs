@@ -574,6 +574,15 @@ pub(crate) fn eigh(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Te
             cs::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER
         };
         let ni = int(n, "linalg.eigh")?;
+        if small_batch(n, nb) {
+            syevj_batched(&sv, jobz, uplo, ni, &f, &w, &info, nb)?;
+            let v = if vectors {
+                from_column_major(&f)?
+            } else {
+                empty(sv.ordinal, &[0], sv.dtype)?
+            };
+            return Ok((w, v, info));
+        }
         let mut lwork = 0i32;
         call!(
             sv,
@@ -635,6 +644,9 @@ pub(crate) fn svd(a: &Tensor, uv: Option<bool>) -> Result<(Tensor, Tensor, Tenso
     let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
     let k = m.min(n);
     let (bs, nb) = batch_of(a);
+    if k > 0 && m.max(n) <= SMALL_N && nb >= MIN_BATCH {
+        return svd_jacobi_batched(&sv, a, uv);
+    }
     let wide = n >= m;
     // The column-major problem: `rows x cols` with rows >= cols.
     let (rows, cols) = if wide { (n, m) } else { (m, n) };
@@ -736,4 +748,200 @@ pub(crate) fn svd(a: &Tensor, uv: Option<bool>) -> Result<(Tensor, Tensor, Tenso
     } else {
         Ok((from_column_major(&u1)?, s, from_column_major(&vt1)?, info))
     }
+}
+
+/// Owned Jacobi parameters (`syevjInfo_t` / `gesvdjInfo_t`), destroyed on drop.
+struct JacobiParams<P: Copy> {
+    params: P,
+    destroy: unsafe fn(P) -> cs::cusolverStatus_t,
+}
+
+impl<P: Copy> Drop for JacobiParams<P> {
+    fn drop(&mut self) {
+        // SAFETY: created by the matching cusolverDnCreate*Info and destroyed once.
+        unsafe {
+            let _ = (self.destroy)(self.params);
+        }
+    }
+}
+
+fn syevj_params() -> Result<JacobiParams<cs::syevjInfo_t>> {
+    let mut p: cs::syevjInfo_t = std::ptr::null_mut();
+    // SAFETY: writes a new parameter object into `p`.
+    unsafe { cs::cusolverDnCreateSyevjInfo(&mut p) }
+        .result()
+        .map_err(|e| solver_err("cusolverDnCreateSyevjInfo", e))?;
+    Ok(JacobiParams {
+        params: p,
+        destroy: cs::cusolverDnDestroySyevjInfo,
+    })
+}
+
+fn gesvdj_params() -> Result<JacobiParams<cs::gesvdjInfo_t>> {
+    let mut p: cs::gesvdjInfo_t = std::ptr::null_mut();
+    // SAFETY: writes a new parameter object into `p`.
+    unsafe { cs::cusolverDnCreateGesvdjInfo(&mut p) }
+        .result()
+        .map_err(|e| solver_err("cusolverDnCreateGesvdjInfo", e))?;
+    Ok(JacobiParams {
+        params: p,
+        destroy: cs::cusolverDnDestroyGesvdjInfo,
+    })
+}
+
+/// `syevjBatched`: the symmetric eigen-decomposition of `nb` small matrices (n <= 32) in one
+/// call, in place in `f` (eigenvalues ascending into `w`, one `info` per matrix).
+#[allow(clippy::too_many_arguments)]
+fn syevj_batched(
+    sv: &Solver,
+    jobz: cs::cusolverEigMode_t,
+    uplo: cs::cublasFillMode_t,
+    n: i32,
+    f: &Tensor,
+    w: &Tensor,
+    info: &Tensor,
+    nb: usize,
+) -> Result<()> {
+    let params = syevj_params()?;
+    let nbi = int(nb, "linalg.eigh")?;
+    let mut lwork = 0i32;
+    call!(
+        sv,
+        cusolverDnSsyevjBatched_bufferSize
+            | cusolverDnDsyevjBatched_bufferSize(
+                sv.handle,
+                jobz,
+                uplo,
+                n,
+                at(f, 0)? as _,
+                n,
+                at(w, 0)? as _,
+                &mut lwork,
+                params.params,
+                nbi
+            )
+    )?;
+    let work = workspace(sv, lwork)?;
+    call!(
+        sv,
+        cusolverDnSsyevjBatched
+            | cusolverDnDsyevjBatched(
+                sv.handle,
+                jobz,
+                uplo,
+                n,
+                at(f, 0)? as _,
+                n,
+                at(w, 0)? as _,
+                at(&work, 0)? as _,
+                lwork,
+                at(info, 0)? as _,
+                params.params,
+                nbi
+            )
+    )
+}
+
+/// The SVD of a batch of small matrices (m, n <= 32) by `gesvdjBatched` in one call. The
+/// row-major `A` is the column-major `A^T = U' S V'^T`, so `U = V'` and `Vh = U'^T`; cuSOLVER
+/// returns full `U'` and `V'` (not transposed), and the reduced factors are their leading
+/// columns / rows.
+fn svd_jacobi_batched(
+    sv: &Solver,
+    a: &Tensor,
+    uv: Option<bool>,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
+    let k = m.min(n);
+    let (bs, nb) = batch_of(a);
+    let f = owned_copy(a)?; // column-major n x m
+    let s = empty(sv.ordinal, &with_tail(bs.clone(), &[k]), sv.dtype)?;
+    let info = ints(sv, &bs)?;
+    let (ni, mi, nbi) = (
+        int(n, "linalg.svd")?,
+        int(m, "linalg.svd")?,
+        int(nb, "linalg.svd")?,
+    );
+    let jobz = if uv.is_some() {
+        cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_VECTOR
+    } else {
+        cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR
+    };
+    let (u1, v1) = match uv {
+        Some(_) => (
+            Some(empty(
+                sv.ordinal,
+                &with_tail(bs.clone(), &[n, n]),
+                sv.dtype,
+            )?),
+            Some(empty(
+                sv.ordinal,
+                &with_tail(bs.clone(), &[m, m]),
+                sv.dtype,
+            )?),
+        ),
+        None => (None, None),
+    };
+    let ptr_of = |t: &Option<Tensor>| -> Result<u64> { t.as_ref().map_or(Ok(0), |t| at(t, 0)) };
+    let params = gesvdj_params()?;
+    let mut lwork = 0i32;
+    call!(
+        sv,
+        cusolverDnSgesvdjBatched_bufferSize
+            | cusolverDnDgesvdjBatched_bufferSize(
+                sv.handle,
+                jobz,
+                ni,
+                mi,
+                at(&f, 0)? as _,
+                ni,
+                at(&s, 0)? as _,
+                ptr_of(&u1)? as _,
+                ni,
+                ptr_of(&v1)? as _,
+                mi,
+                &mut lwork,
+                params.params,
+                nbi
+            )
+    )?;
+    let work = workspace(sv, lwork)?;
+    call!(
+        sv,
+        cusolverDnSgesvdjBatched
+            | cusolverDnDgesvdjBatched(
+                sv.handle,
+                jobz,
+                ni,
+                mi,
+                at(&f, 0)? as _,
+                ni,
+                at(&s, 0)? as _,
+                ptr_of(&u1)? as _,
+                ni,
+                ptr_of(&v1)? as _,
+                mi,
+                at(&work, 0)? as _,
+                lwork,
+                at(&info, 0)? as _,
+                params.params,
+                nbi
+            )
+    )?;
+    let (Some(u1), Some(v1)) = (u1, v1) else {
+        let none = empty(sv.ordinal, &[0], sv.dtype)?;
+        return Ok((none.clone(), s, none, info));
+    };
+    // U = V' (column-major m x m: transpose to row-major); Vh = U'^T (U' read row-major).
+    let u = from_column_major(&v1)?;
+    let vh = u1;
+    if uv == Some(true) {
+        return Ok((u, s, vh, info));
+    }
+    Ok((
+        clone(&u.narrow(-1, 0, k as i64)?)?,
+        s,
+        clone(&vh.narrow(-2, 0, k as i64)?)?,
+        info,
+    ))
 }

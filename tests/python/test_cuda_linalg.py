@@ -403,6 +403,29 @@ def test_many_small_matrices(dtype, n):
     y = a.clone().requires_grad_()
     la.det(y).sum().backward()
     close(x.grad, y.grad, scale=1000)
+    # eigh and svd of many small matrices: cuSOLVER's batched Jacobi (syevj/gesvdjBatched).
+    sym = s + torch.diag_embed(torch.arange(n, dtype=dtype)) * n  # distinct eigenvalues
+    w, v = la.eigh(sym.cuda())
+    w0, v0 = la.eigh(sym)
+    close(w, w0, scale=1000)
+    got, _ = align_columns(npy(v), npy(v0))
+    np.testing.assert_allclose(got, npy(v0), atol=tol(dtype) * 1000)
+    close(la.eigvalsh(sym.cuda()), la.eigvalsh(sym), scale=1000)
+    for shape in ((nb, n, n), (nb, n, min(n + 2, 32)), (nb, min(n + 3, 32), n)):
+        r = rand(shape, dtype, 33)
+        close(la.svdvals(r.cuda()), la.svdvals(r), scale=100)
+        for full in (False, True):
+            u, sv, vh = la.svd(r.cuda(), full_matrices=full)
+            u0, sv0, vh0 = la.svd(r, full_matrices=full)
+            assert u.shape == u0.shape and vh.shape == vh0.shape
+            k = sv.shape[-1]
+            rec = (npy(u)[..., :k] * npy(sv)[..., None, :]) @ npy(vh)[..., :k, :]
+            np.testing.assert_allclose(rec, npy(r), atol=tol(dtype) * 100)
+            un = npy(u)
+            np.testing.assert_allclose(np.swapaxes(un, -1, -2) @ un,
+                                       np.broadcast_to(np.eye(un.shape[-1]), un.shape[:-2]
+                                                       + (un.shape[-1],) * 2),
+                                       atol=tol(dtype) * 100)
     no_host_fallback()
 
 
