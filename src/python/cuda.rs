@@ -1,6 +1,7 @@
 //! Bindings of `crate::cuda` for `ferrotorch.cuda` and `ferrotorch.backends`: device queries,
 //! memory counters, streams and events. The Python package adds the PyTorch-shaped API.
 
+use super::tensor::PyTensor;
 use crate::cuda;
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -20,6 +21,24 @@ fn _cuda_device_count() -> usize {
 #[pyfunction]
 fn _cuda_host_fallback_ops() -> Vec<&'static str> {
     crate::tensor::host_fallback::host_fallback_ops()
+}
+
+/// `-t` computed through the host fallback under the name "fallback_probe": lets tests check
+/// the fallback itself (results back on the device, the op listed, the switch that turns it
+/// off) without depending on which real ops still lack a device path.
+#[pyfunction]
+fn _cuda_host_fallback_probe(t: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+    use crate::tensor::host_fallback::{host, via_host};
+    use crate::UnaryOp;
+    let t = &t.inner;
+    let r = if t.device().is_cuda() {
+        via_host("fallback_probe", t.device(), || {
+            host(t)?.unary(UnaryOp::Neg)
+        })
+    } else {
+        t.unary(UnaryOp::Neg)
+    };
+    Ok(r?.into())
 }
 
 /// Why CUDA cannot be used (None when it can).
@@ -172,6 +191,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_host_fallback_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_host_fallback_probe, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_get_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_get_device_capability, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_synchronize, m)?)?;

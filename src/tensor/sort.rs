@@ -407,7 +407,12 @@ impl Tensor {
                 "mode(): Expected reduction dim {d} to have non-zero size."
             )));
         }
-        if self.device().is_cuda() && self.ndim() > 0 {
+        if self.device().is_cuda() {
+            if self.ndim() == 0 {
+                // One element: itself, at index 0.
+                let index = Tensor::full_on(self.device(), &[], Scalar::Int(0), DType::I64)?;
+                return Ok((self.contiguous(), index));
+            }
             return self.mode_cuda(d, keepdim);
         }
         cuda_via_host!("mode", [self], |x| x.mode_raw(dim, keepdim));

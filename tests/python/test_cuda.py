@@ -393,26 +393,26 @@ def test_embedding_on_gpu():
 @pytest.mark.cuda
 @needs_gpu
 def test_op_without_kernel_falls_back_or_raises_clearly():
-    # torch.mode of a 0-d tensor has no CUDA path (a corner nobody optimises): by default it
-    # runs on a host copy and the result comes back to the GPU; with the fallback off it is a
-    # clear RuntimeError.
+    # An op without a device path runs on a host copy by default and its result comes back to
+    # the GPU; with the fallback off it is a clear RuntimeError. (Every real op now has a device
+    # path, so the test uses the fallback's probe, -t computed on the host.)
     import subprocess
     import sys
 
-    g = torch.tensor(3.5, device="cuda")
-    v, i = torch.mode(g)
-    assert v.is_cuda and i.is_cuda and v.item() == 3.5 and i.item() == 0
-    assert "mode" in torch._C._cuda_host_fallback_ops()
+    g = torch.tensor([1.5, -2.0], device="cuda")
+    r = torch._C._cuda_host_fallback_probe(g)
+    assert r.is_cuda and r.tolist() == [-1.5, 2.0]
+    assert "fallback_probe" in torch._C._cuda_host_fallback_ops()
     code = (
         "import ferrotorch as torch\n"
         "try:\n"
-        "    torch.mode(torch.tensor(1.0, device='cuda'))\n"
+        "    torch._C._cuda_host_fallback_probe(torch.ones(2, device='cuda'))\n"
         "except RuntimeError as e:\n"
         "    print('raised:', e)\n"
     )
     env = dict(os.environ, FERROTORCH_CUDA_HOST_FALLBACK="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert "raised: mode is not implemented for CUDA tensors yet" in out.stdout, out
+    assert "raised: fallback_probe is not implemented for CUDA tensors yet" in out.stdout, out
 
 
 @pytest.mark.cuda

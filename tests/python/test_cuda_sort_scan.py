@@ -236,13 +236,13 @@ def test_host_fallback_keeps_results_on_the_device():
         (lambda t: torch.trace(t), "trace"),
         (lambda t: torch.hypot(t, t.t()), "hypot_cpu"),
         (lambda t: torch.unique(t.round(), dim=0), "unique_dim"),
-        (lambda t: torch.mode(t[0, 0]).values, "mode"),
+        (lambda t: torch._C._cuda_host_fallback_probe(t), "fallback_probe"),
     ]
     for fn, _name in cases:
         np.testing.assert_allclose(npy(on_gpu(fn(g))), npy(fn(a)), rtol=1e-9, atol=1e-12)
-    # (Only mode of a 0-d tensor is left of these on the host fallback: the linalg ops,
+    # (The probe is the only one of these left on the host fallback: the linalg ops,
     # unique(dim=), tril/triu, trace and hypot have device paths now.)
-    assert "mode" in set(torch._C._cuda_host_fallback_ops())
+    assert "fallback_probe" in set(torch._C._cuda_host_fallback_ops())
     # Gradients flow through the fallback (the backward formulas run on the device).
     x = a.clone().requires_grad_()
     y = g.clone().requires_grad_()
@@ -263,6 +263,10 @@ def test_host_fallback_api_without_gpu():
     assert isinstance(ops, list) and all(isinstance(o, str) for o in ops)
     if not HAS_CUDA:
         assert ops == []
+    # The probe is plain negation off the GPU (and lists nothing).
+    assert torch._C._cuda_host_fallback_probe(torch.tensor([1.0, -2.0])).tolist() == [-1.0, 2.0]
+    if not HAS_CUDA:
+        assert torch._C._cuda_host_fallback_ops() == []
 
 
 def test_cpu_cases_against_numpy():
