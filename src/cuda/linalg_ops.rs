@@ -631,6 +631,23 @@ pub(crate) fn eigh(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Te
 
 // ------------------------------------------------------------------------------ SVD
 
+/// An uninitialised `(batch.., rows, cols)` buffer for a factor the caller wants, else `None`.
+fn factor_buffer(
+    sv: &Solver,
+    want: bool,
+    batch: &[usize],
+    [rows, cols]: [usize; 2],
+) -> Result<Option<Tensor>> {
+    want.then(|| {
+        empty(
+            sv.ordinal,
+            &with_tail(batch.to_vec(), &[rows, cols]),
+            sv.dtype,
+        )
+    })
+    .transpose()
+}
+
 /// `linalg.svd(A, full_matrices)` (`uv` = `Some(full_matrices)`) or `svdvals` (`None`):
 /// `(U, S, Vh, info)` with `S` descending; `U`/`Vh` are empty `(0,)` for `svdvals`.
 ///
@@ -660,21 +677,9 @@ pub(crate) fn svd(a: &Tensor, uv: Option<bool>) -> Result<(Tensor, Tensor, Tenso
     let full_uv = uv == Some(true);
     // U' is rows x uc, V'^T is cols x cols (uc = rows when full, else cols).
     let uc = if full_uv { rows } else { cols };
-    let (u1, vt1) = match uv {
-        Some(_) => (
-            Some(empty(
-                sv.ordinal,
-                &with_tail(bs.clone(), &[uc, rows]),
-                sv.dtype,
-            )?),
-            Some(empty(
-                sv.ordinal,
-                &with_tail(bs.clone(), &[cols, cols]),
-                sv.dtype,
-            )?),
-        ),
-        None => (None, None),
-    };
+    let want = uv.is_some();
+    let u1 = factor_buffer(&sv, want, &bs, [uc, rows])?;
+    let vt1 = factor_buffer(&sv, want, &bs, [cols, cols])?;
     if k > 0 && nb > 0 {
         let (ri, ci) = (int(rows, "linalg.svd")?, int(cols, "linalg.svd")?);
         let (jobu, jobvt) = match uv {
@@ -867,21 +872,8 @@ fn svd_jacobi_batched(
     } else {
         cs::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR
     };
-    let (u1, v1) = match uv {
-        Some(_) => (
-            Some(empty(
-                sv.ordinal,
-                &with_tail(bs.clone(), &[n, n]),
-                sv.dtype,
-            )?),
-            Some(empty(
-                sv.ordinal,
-                &with_tail(bs.clone(), &[m, m]),
-                sv.dtype,
-            )?),
-        ),
-        None => (None, None),
-    };
+    let u1 = factor_buffer(sv, uv.is_some(), &bs, [n, n])?;
+    let v1 = factor_buffer(sv, uv.is_some(), &bs, [m, m])?;
     let ptr_of = |t: &Option<Tensor>| -> Result<u64> { t.as_ref().map_or(Ok(0), |t| at(t, 0)) };
     let params = gesvdj_params()?;
     let mut lwork = 0i32;

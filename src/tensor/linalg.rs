@@ -1619,30 +1619,21 @@ impl Tensor {
             with_linalg_dtype!(dt, T, {
                 let ad = data::<T>(&a)?;
                 let bd = data::<T>(&bm)?;
+                let solve_one = |i: usize| {
+                    let (a, b) = (
+                        &ad[i * n * n..(i + 1) * n * n],
+                        &bd[i * n * k..(i + 1) * n * k],
+                    );
+                    kern::solve(a, n, b, k).map_err(|e| (i, e))
+                };
                 let r = if nb > 1 {
                     (0..nb)
                         .into_par_iter()
-                        .map(|i| {
-                            kern::solve(
-                                &ad[i * n * n..(i + 1) * n * n],
-                                n,
-                                &bd[i * n * k..(i + 1) * n * k],
-                                k,
-                            )
-                            .map_err(|e| (i, e))
-                        })
+                        .map(solve_one)
                         .collect::<std::result::Result<Vec<_>, _>>()
                 } else {
                     (0..nb)
-                        .map(|i| {
-                            kern::solve(
-                                &ad[i * n * n..(i + 1) * n * n],
-                                n,
-                                &bd[i * n * k..(i + 1) * n * k],
-                                k,
-                            )
-                            .map_err(|e| (i, e))
-                        })
+                        .map(solve_one)
                         .collect::<std::result::Result<Vec<_>, _>>()
                 }
                 .map_err(|e| decomp_error(op, !bs.is_empty(), e))?;
