@@ -7,6 +7,9 @@
 // (dpotf2, dgetf2, dgetrs, dgeqr2 + dlarfg/dlarf, dorg2r) step by step, so factors, pivots,
 // tau and info match LAPACK's conventions. syevd uses cyclic Jacobi and gesvd one-sided
 // Jacobi (simple and accurate; eigen/singular vector signs are unspecified, as on the GPU).
+// syevjBatched / gesvdjBatched (n, m <= 32) run the same two Jacobi loops matrix by matrix,
+// with the tolerance / max sweeps of their syevjInfo_t / gesvdjInfo_t and cuSOLVER's per-matrix
+// info (n+1 resp. min(m,n)+1 = not converged); gesvdj returns V (not V^T) and handles m < n.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -262,13 +265,16 @@ int orgqr(void* h, int m, int n, int k, T* A, int lda, const T* tau, T* work, in
     return CUSOLVER_STATUS_SUCCESS;
 }
 
-// ---- syevd: cyclic Jacobi ---------------------------------------------------------------
-// a: n x n symmetric (both triangles), v: n x n, both column-major. On return a's diagonal
-// holds the eigenvalues and v's columns the eigenvectors (unsorted).
-void jacobi_eig(std::vector<double>& a, std::vector<double>& v, int n) {
+// ---- syevd / syevjBatched: cyclic Jacobi ----------------------------------------------
+// a: n x n symmetric (both triangles), v: n x n or null, both column-major. On return a's
+// diagonal holds the eigenvalues and v's columns the eigenvectors (unsorted). Converged (true)
+// once off(A) = ||A - diag(A)||_F <= tol * ||A||_F, checked before each of max_sweeps sweeps and
+// after the last (the stopping rule cuSOLVER documents for syevj).
+bool jacobi_eig(std::vector<double>& a, std::vector<double>* v, int n, double tol,
+                int max_sweeps) {
     auto A = [&](int i, int j) -> double& { return a[(size_t)j * n + i]; };
-    auto V = [&](int i, int j) -> double& { return v[(size_t)j * n + i]; };
-    for (int sweep = 0; sweep < 100; ++sweep) {
+    auto V = [&](int i, int j) -> double& { return (*v)[(size_t)j * n + i]; };
+    for (int sweep = 0;; ++sweep) {
         double off = 0, total = 0;
         for (int j = 0; j < n; ++j)
             for (int i = 0; i < n; ++i) {
@@ -276,7 +282,8 @@ void jacobi_eig(std::vector<double>& a, std::vector<double>& v, int n) {
                 total += x;
                 if (i != j) off += x;
             }
-        if (off == 0 || off <= 1e-32 * total) return;  // off-diagonal below ~1e-16 relative
+        if (off == 0 || off <= tol * tol * total) return true;
+        if (sweep >= max_sweeps) return false;  // also for NaN input
         for (int p = 0; p < n - 1; ++p)
             for (int q = p + 1; q < n; ++q) {
                 const double apq = A(p, q);
@@ -300,6 +307,7 @@ void jacobi_eig(std::vector<double>& a, std::vector<double>& v, int n) {
                     A(q, k) = s * apk + c * aqk;
                 }
                 A(p, q) = A(q, p) = 0;
+                if (!v) continue;
                 for (int k = 0; k < n; ++k) {
                     const double vkp = V(k, p), vkq = V(k, q);
                     V(k, p) = c * vkp - s * vkq;
@@ -307,6 +315,41 @@ void jacobi_eig(std::vector<double>& a, std::vector<double>& v, int n) {
                 }
             }
     }
+}
+
+// One symmetric eigenproblem in place (syevd's and syevjBatched's contract): reads triangle
+// `uplo` of A, writes ascending eigenvalues to W and, for jobz = VECTOR, the eigenvectors over
+// A; otherwise the read triangle is destroyed (NaN makes a reader of it obvious). Returns
+// whether Jacobi converged.
+template <class T>
+bool sym_eig(int jobz, int uplo, int n, T* A, int lda, T* W, double tol, int max_sweeps) {
+    if (n == 0) return true;
+    std::vector<double> a((size_t)n * n), v;
+    for (int j = 0; j < n; ++j)
+        for (int i = j; i < n; ++i) {  // only triangle `uplo` is read
+            const double x = uplo == FILL_LOWER ? A[(size_t)j * lda + i] : A[(size_t)i * lda + j];
+            a[(size_t)j * n + i] = a[(size_t)i * n + j] = x;
+        }
+    if (jobz == EIG_VECTOR) {
+        v.assign((size_t)n * n, 0.0);
+        for (int i = 0; i < n; ++i) v[(size_t)i * n + i] = 1;
+    }
+    const bool ok = jacobi_eig(a, jobz == EIG_VECTOR ? &v : nullptr, n, tol, max_sweeps);
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+        return a[(size_t)x * n + x] < a[(size_t)y * n + y];
+    });
+    for (int j = 0; j < n; ++j) W[j] = (T)a[(size_t)order[j] * n + order[j]];
+    if (jobz == EIG_VECTOR) {
+        for (int j = 0; j < n; ++j)
+            for (int i = 0; i < n; ++i) A[(size_t)j * lda + i] = (T)v[(size_t)order[j] * n + i];
+    } else {
+        for (int j = 0; j < n; ++j)
+            for (int i = j; i < n; ++i)
+                (uplo == FILL_LOWER ? A[(size_t)j * lda + i] : A[(size_t)i * lda + j]) = (T)kNaN;
+    }
+    return ok;
 }
 
 template <class T>
@@ -319,29 +362,7 @@ int syevd(void* h, int jobz, int uplo, int n, T* A, int lda, T* W, T* work, int 
         return CUSOLVER_STATUS_INVALID_VALUE;
     scribble(work, lwork);
     *info = 0;
-    if (n == 0) return CUSOLVER_STATUS_SUCCESS;
-    std::vector<double> a((size_t)n * n), v((size_t)n * n, 0.0);
-    for (int j = 0; j < n; ++j)
-        for (int i = j; i < n; ++i) {  // only triangle `uplo` is read
-            const double x = uplo == FILL_LOWER ? A[(size_t)j * lda + i] : A[(size_t)i * lda + j];
-            a[(size_t)j * n + i] = a[(size_t)i * n + j] = x;
-        }
-    for (int i = 0; i < n; ++i) v[(size_t)i * n + i] = 1;
-    jacobi_eig(a, v, n);
-    std::vector<int> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-        return a[(size_t)x * n + x] < a[(size_t)y * n + y];
-    });
-    for (int j = 0; j < n; ++j) W[j] = (T)a[(size_t)order[j] * n + order[j]];
-    if (jobz == EIG_VECTOR) {
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < n; ++i) A[(size_t)j * lda + i] = (T)v[(size_t)order[j] * n + i];
-    } else {  // LAPACK: triangle `uplo` is destroyed; NaN makes a reader of it obvious
-        for (int j = 0; j < n; ++j)
-            for (int i = j; i < n; ++i)
-                (uplo == FILL_LOWER ? A[(size_t)j * lda + i] : A[(size_t)i * lda + j]) = (T)kNaN;
-    }
+    sym_eig(jobz, uplo, n, A, lda, W, 1e-16, 100);
     return CUSOLVER_STATUS_SUCCESS;
 }
 
@@ -380,6 +401,52 @@ void complete_basis(std::vector<double>& u, int m, int cols, std::vector<char> h
     }
 }
 
+// a: m x n (m >= n), v: n x n or null, column-major. Rotates column pairs (a <- a J, v <- v J)
+// until every pair is orthogonal to `tol` relative: then A V = (columns of norms sigma_j) and
+// U's columns are those columns normalised. True if one sweep of max_sweeps found nothing left
+// to rotate (the sweep after the last is a check only).
+bool one_sided_jacobi(std::vector<double>& a, std::vector<double>* v, int m, int n, double tol,
+                      int max_sweeps) {
+    for (int sweep = 0;; ++sweep) {
+        bool rotated = false;
+        for (int p = 0; p < n - 1; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                double* ap = &a[(size_t)p * m];
+                double* aq = &a[(size_t)q * m];
+                double alpha = 0, beta = 0, gamma = 0;
+                for (int i = 0; i < m; ++i) {
+                    alpha += ap[i] * ap[i];
+                    beta += aq[i] * aq[i];
+                    gamma += ap[i] * aq[i];
+                }
+                if (gamma == 0 || std::fabs(gamma) <= tol * std::sqrt(alpha * beta)) continue;
+                if (sweep >= max_sweeps) return false;  // also for NaN input
+                rotated = true;
+                const double zeta = (beta - alpha) / (2 * gamma);
+                double t;
+                if (std::fabs(zeta) > 1e150)
+                    t = 0.5 / zeta;
+                else
+                    t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
+                const double c = 1 / std::sqrt(1 + t * t), s = c * t;
+                for (int i = 0; i < m; ++i) {
+                    const double x = ap[i], y = aq[i];
+                    ap[i] = c * x - s * y;
+                    aq[i] = s * x + c * y;
+                }
+                if (!v) continue;
+                double* vp = &(*v)[(size_t)p * n];
+                double* vq = &(*v)[(size_t)q * n];
+                for (int i = 0; i < n; ++i) {
+                    const double x = vp[i], y = vq[i];
+                    vp[i] = c * x - s * y;
+                    vq[i] = s * x + c * y;
+                }
+            }
+        if (!rotated) return true;
+    }
+}
+
 int gesvd_ws(int m, int n) { return ws_elems((long long)m + n); }
 
 template <class T>
@@ -404,44 +471,7 @@ int gesvd(void* h, signed char jobu, signed char jobvt, int m, int n, T* A, int 
     }
     std::vector<double> a = load(A, lda, m, n), v((size_t)n * n, 0.0);
     for (int i = 0; i < n; ++i) v[(size_t)i * n + i] = 1;
-    // Rotate column pairs until every pair is orthogonal to ~1e-15 relative; then
-    // A V = (columns of norms sigma_j) and U's columns are those columns normalised.
-    for (int sweep = 0; sweep < 100; ++sweep) {
-        bool rotated = false;
-        for (int p = 0; p < n - 1; ++p)
-            for (int q = p + 1; q < n; ++q) {
-                double* ap = &a[(size_t)p * m];
-                double* aq = &a[(size_t)q * m];
-                double alpha = 0, beta = 0, gamma = 0;
-                for (int i = 0; i < m; ++i) {
-                    alpha += ap[i] * ap[i];
-                    beta += aq[i] * aq[i];
-                    gamma += ap[i] * aq[i];
-                }
-                if (gamma == 0 || std::fabs(gamma) <= 1e-15 * std::sqrt(alpha * beta)) continue;
-                rotated = true;
-                const double zeta = (beta - alpha) / (2 * gamma);
-                double t;
-                if (std::fabs(zeta) > 1e150)
-                    t = 0.5 / zeta;
-                else
-                    t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
-                const double c = 1 / std::sqrt(1 + t * t), s = c * t;
-                for (int i = 0; i < m; ++i) {
-                    const double x = ap[i], y = aq[i];
-                    ap[i] = c * x - s * y;
-                    aq[i] = s * x + c * y;
-                }
-                double* vp = &v[(size_t)p * n];
-                double* vq = &v[(size_t)q * n];
-                for (int i = 0; i < n; ++i) {
-                    const double x = vp[i], y = vq[i];
-                    vp[i] = c * x - s * y;
-                    vq[i] = s * x + c * y;
-                }
-            }
-        if (!rotated) break;
-    }
+    one_sided_jacobi(a, &v, m, n, 1e-15, 100);
     std::vector<double> sigma(n);
     for (int j = 0; j < n; ++j) {
         double s = 0;
@@ -472,6 +502,152 @@ int gesvd(void* h, signed char jobu, signed char jobvt, int m, int n, T* A, int 
             for (int i = 0; i < n; ++i) VT[(size_t)i * ldvt + j] = (T)v[(size_t)order[j] * n + i];
     for (int j = 0; j < n; ++j)  // A is destroyed (jobu, jobvt != 'O')
         for (int i = 0; i < m; ++i) A[(size_t)j * lda + i] = (T)kNaN;
+    return CUSOLVER_STATUS_SUCCESS;
+}
+
+// ---- syevjBatched / gesvdjBatched ------------------------------------------------------
+// syevjInfo_t / gesvdjInfo_t: tolerance (0 = machine epsilon of the routine's type; a smaller
+// one is raised to it), max sweeps, sort flag (results are sorted either way: "any order").
+enum : int { KIND_SYEVJ = 1, KIND_GESVDJ = 2 };
+struct JacobiParams {
+    int kind;
+    double tol = 0;
+    int max_sweeps = 100;
+    int sort = 1;
+};
+std::set<void*> g_params;  // live syevjInfo_t / gesvdjInfo_t (under g_mu)
+
+JacobiParams* params_of(void* p, int kind) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!p || !g_params.count(p)) return nullptr;
+    auto* q = (JacobiParams*)p;
+    return q->kind == kind ? q : nullptr;
+}
+int create_params(void** out, int kind) {
+    if (!out) return CUSOLVER_STATUS_INVALID_VALUE;
+    auto* q = new JacobiParams{kind};
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_params.insert(q);
+    *out = q;
+    return CUSOLVER_STATUS_SUCCESS;
+}
+int destroy_params(void* p, int kind) {
+    JacobiParams* q = params_of(p, kind);
+    if (!q) return CUSOLVER_STATUS_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_params.erase(p);
+    delete q;
+    return CUSOLVER_STATUS_SUCCESS;
+}
+template <class T>
+double eff_tol(const JacobiParams* q) {
+    return std::max(q->tol, (double)std::numeric_limits<T>::epsilon());
+}
+
+const int kMaxJacobiN = 32;  // the batched Jacobi routines take n (m, n) <= 32 only
+int jacobi_ws(int n, int batch) { return ws_elems((long long)std::max(1, n) * std::max(1, batch)); }
+
+bool syevj_ok(int jobz, int uplo, int n, int lda, const JacobiParams* q, int batch) {
+    return (jobz == EIG_NOVECTOR || jobz == EIG_VECTOR) &&
+           (uplo == FILL_LOWER || uplo == FILL_UPPER) && n >= 0 && n <= kMaxJacobiN &&
+           lda >= std::max(1, n) && q && batch >= 0;
+}
+bool gesvdj_ok(int jobz, int m, int n, int lda, int ldu, int ldv, const JacobiParams* q,
+               int batch) {
+    const bool vec = jobz == EIG_VECTOR;
+    return (jobz == EIG_NOVECTOR || vec) && m >= 0 && n >= 0 && m <= kMaxJacobiN &&
+           n <= kMaxJacobiN && lda >= std::max(1, m) && (!vec || ldu >= std::max(1, m)) &&
+           (!vec || ldv >= std::max(1, n)) && q && batch >= 0;
+}
+
+template <class T>
+int syevj_batched(void* h, int jobz, int uplo, int n, T* A, int lda, T* W, T* work, int lwork,
+                  int* info, void* params, int batch) {
+    if (!live(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+    const JacobiParams* q = params_of(params, KIND_SYEVJ);
+    if (!syevj_ok(jobz, uplo, n, lda, q, batch) || lwork < jacobi_ws(n, batch) || !info)
+        return CUSOLVER_STATUS_INVALID_VALUE;
+    scribble(work, lwork);
+    const double tol = eff_tol<T>(q);
+    for (int b = 0; b < batch; ++b) {
+        const bool ok = sym_eig(jobz, uplo, n, A + (size_t)b * lda * n, lda, W + (size_t)b * n,
+                                tol, q->max_sweeps);
+        info[b] = ok ? 0 : n + 1;  // cuSOLVER: n+1 = not converged
+    }
+    return CUSOLVER_STATUS_SUCCESS;
+}
+
+// One m x n SVD (gesvdjBatched's contract): S descending (min(m, n) values); with vectors,
+// U m x m and V n x n (V itself, not V^T), both orthonormal. m < n runs on A^T = U' S V'^T,
+// so U = V' and V = U'. A is destroyed. Returns whether Jacobi converged.
+template <class T>
+bool svd_one(bool vectors, int m, int n, T* A, int lda, T* S, T* U, int ldu, T* V, int ldv,
+             double tol, int max_sweeps) {
+    const bool tr = m < n;
+    const int rows = tr ? n : m, cols = tr ? m : n;  // B = A or A^T, rows >= cols
+    std::vector<double> b((size_t)rows * cols), v;
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i)
+            b[tr ? (size_t)i * rows + j : (size_t)j * rows + i] = A[(size_t)j * lda + i];
+    if (vectors) {
+        v.assign((size_t)cols * cols, 0.0);
+        for (int i = 0; i < cols; ++i) v[(size_t)i * cols + i] = 1;
+    }
+    // Column dot products carry ~rows ulps of rounding: asking for less would never converge.
+    const double eps = std::numeric_limits<double>::epsilon();
+    const bool ok = one_sided_jacobi(b, vectors ? &v : nullptr, rows, cols,
+                                     std::max(tol, rows * eps), max_sweeps);
+    std::vector<double> sigma(cols);
+    for (int j = 0; j < cols; ++j) {
+        double s = 0;
+        for (int i = 0; i < rows; ++i) s += b[(size_t)j * rows + i] * b[(size_t)j * rows + i];
+        sigma[j] = std::sqrt(s);
+    }
+    std::vector<int> order(cols);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return sigma[x] > sigma[y]; });
+    for (int j = 0; j < cols; ++j) S[j] = (T)sigma[order[j]];
+    if (vectors) {
+        // Left vectors of B (rows x rows): normalised columns, zero ones and the rest completed.
+        std::vector<double> ub((size_t)rows * rows, 0.0), vb((size_t)cols * cols);
+        std::vector<char> have(rows, 0);
+        const double tiny = cols ? sigma[order[0]] * 1e-200 : 0;
+        for (int j = 0; j < cols; ++j) {
+            const double s = sigma[order[j]];
+            if (!(s > tiny) || s == 0) continue;
+            for (int i = 0; i < rows; ++i) ub[(size_t)j * rows + i] = b[(size_t)order[j] * rows + i] / s;
+            have[j] = 1;
+        }
+        complete_basis(ub, rows, rows, have);
+        for (int j = 0; j < cols; ++j)  // right vectors of B in the order of sigma
+            for (int i = 0; i < cols; ++i) vb[(size_t)j * cols + i] = v[(size_t)order[j] * cols + i];
+        store(U, ldu, tr ? vb : ub, m, m);
+        store(V, ldv, tr ? ub : vb, n, n);
+    }
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) A[(size_t)j * lda + i] = (T)kNaN;
+    return ok;
+}
+
+template <class T>
+int gesvdj_batched(void* h, int jobz, int m, int n, T* A, int lda, T* S, T* U, int ldu, T* V,
+                   int ldv, T* work, int lwork, int* info, void* params, int batch) {
+    if (!live(h)) return CUSOLVER_STATUS_NOT_INITIALIZED;
+    const JacobiParams* q = params_of(params, KIND_GESVDJ);
+    if (!gesvdj_ok(jobz, m, n, lda, ldu, ldv, q, batch) ||
+        lwork < jacobi_ws(std::max(m, n), batch) || !info)
+        return CUSOLVER_STATUS_INVALID_VALUE;
+    scribble(work, lwork);
+    const double tol = eff_tol<T>(q);
+    const bool vec = jobz == EIG_VECTOR;
+    const int k = std::min(m, n);
+    for (int b = 0; b < batch; ++b) {
+        const bool ok = svd_one(vec, m, n, A + (size_t)b * lda * n, lda, S + (size_t)b * k,
+                                vec ? U + (size_t)b * ldu * m : nullptr, ldu,
+                                vec ? V + (size_t)b * ldv * n : nullptr, ldv, tol,
+                                q->max_sweeps);
+        info[b] = ok ? 0 : k + 1;  // cuSOLVER: min(m, n)+1 = not converged
+    }
     return CUSOLVER_STATUS_SUCCESS;
 }
 
@@ -569,6 +745,63 @@ FT_API cusolverStatus_t cusolverDnSetStream(void* handle, void*) {
 
 FT_SOLVER(S, float)
 FT_SOLVER(D, double)
+
+#define FT_JACOBI(P, T)                                                                          \
+    FT_API cusolverStatus_t cusolverDn##P##syevjBatched_bufferSize(                              \
+        void* h, int jobz, int uplo, int n, const T*, int lda, const T*, int* lwork,             \
+        void* params, int batch) {                                                               \
+        return report(h, syevj_ok(jobz, uplo, n, lda, params_of(params, KIND_SYEVJ), batch),   \
+                      lwork, jacobi_ws(n, batch));                                              \
+    }                                                                                            \
+    FT_API cusolverStatus_t cusolverDn##P##syevjBatched(void* h, int jobz, int uplo, int n,      \
+                                                        T* A, int lda, T* W, T* w, int lwork,    \
+                                                        int* info, void* params, int batch) {    \
+        return syevj_batched<T>(h, jobz, uplo, n, A, lda, W, w, lwork, info, params, batch);    \
+    }                                                                                            \
+    FT_API cusolverStatus_t cusolverDn##P##gesvdjBatched_bufferSize(                             \
+        void* h, int jobz, int m, int n, const T*, int lda, const T*, const T*, int ldu,         \
+        const T*, int ldv, int* lwork, void* params, int batch) {                                \
+        return report(h, gesvdj_ok(jobz, m, n, lda, ldu, ldv, params_of(params, KIND_GESVDJ),  \
+                                   batch), lwork, jacobi_ws(std::max(m, n), batch));            \
+    }                                                                                            \
+    FT_API cusolverStatus_t cusolverDn##P##gesvdjBatched(                                        \
+        void* h, int jobz, int m, int n, T* A, int lda, T* S, T* U, int ldu, T* V, int ldv,      \
+        T* w, int lwork, int* info, void* params, int batch) {                                   \
+        return gesvdj_batched<T>(h, jobz, m, n, A, lda, S, U, ldu, V, ldv, w, lwork, info,      \
+                                 params, batch);                                                 \
+    }
+
+FT_JACOBI(S, float)
+FT_JACOBI(D, double)
+
+#define FT_JACOBI_INFO(Name, X, KIND)                                                            \
+    FT_API cusolverStatus_t cusolverDnCreate##Name##Info(void** info) {                          \
+        return create_params(info, KIND);                                                        \
+    }                                                                                            \
+    FT_API cusolverStatus_t cusolverDnDestroy##Name##Info(void* info) {                          \
+        return destroy_params(info, KIND);                                                       \
+    }                                                                                            \
+    FT_API cusolverStatus_t cusolverDnX##X##SetTolerance(void* info, double tol) {               \
+        JacobiParams* q = params_of(info, KIND);                                                 \
+        if (!q || !(tol >= 0)) return CUSOLVER_STATUS_INVALID_VALUE;                             \
+        q->tol = tol;                                                                            \
+        return CUSOLVER_STATUS_SUCCESS;                                                          \
+    }                                                                                            \
+    FT_API cusolverStatus_t cusolverDnX##X##SetMaxSweeps(void* info, int max_sweeps) {           \
+        JacobiParams* q = params_of(info, KIND);                                                 \
+        if (!q || max_sweeps < 1) return CUSOLVER_STATUS_INVALID_VALUE;                          \
+        q->max_sweeps = max_sweeps;                                                              \
+        return CUSOLVER_STATUS_SUCCESS;                                                          \
+    }                                                                                            \
+    FT_API cusolverStatus_t cusolverDnX##X##SetSortEig(void* info, int sort) {                   \
+        JacobiParams* q = params_of(info, KIND);                                                 \
+        if (!q) return CUSOLVER_STATUS_INVALID_VALUE;                                            \
+        q->sort = sort;                                                                          \
+        return CUSOLVER_STATUS_SUCCESS;                                                          \
+    }
+
+FT_JACOBI_INFO(Syevj, syevj, KIND_SYEVJ)
+FT_JACOBI_INFO(Gesvdj, gesvdj, KIND_GESVDJ)
 
 FT_API const char* cusolverGetStatusString(cusolverStatus_t s) {
     switch (s) {

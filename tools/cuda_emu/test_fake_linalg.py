@@ -10,7 +10,7 @@ shows. Run:  .venv/bin/python -m pytest -q tools/cuda_emu/test_fake_linalg.py
 import ctypes
 import importlib.util
 import itertools
-from ctypes import byref, c_byte, c_int, c_void_p
+from ctypes import byref, c_byte, c_double, c_int, c_void_p
 from pathlib import Path
 
 import numpy as np
@@ -550,3 +550,265 @@ def test_geqrf_zero_columns_below_diagonal(libs, handle, dtype):
     assert tau[0] == 0 and tau[1] == 0 and tau[2] != 0  # dlarfg: H = I when x is already zero
     np.testing.assert_allclose(tau, lapack_tau, rtol=tol(dtype))
     np.testing.assert_allclose(buf[:5], h.T, rtol=tol(dtype), atol=tol(dtype))
+
+
+# ---- syevjBatched / gesvdjBatched -------------------------------------------------------
+
+def jacobi_info(solver, kind, tol=None, sweeps=None):
+    """A fresh syevjInfo_t / gesvdjInfo_t (kind "Syevj" / "Gesvdj") with optional settings."""
+    q = c_void_p()
+    assert getattr(solver, f"cusolverDnCreate{kind}Info")(byref(q)) == SUCCESS
+    x = kind.lower()
+    if tol is not None:
+        assert getattr(solver, f"cusolverDnX{x}SetTolerance")(q, c_double(tol)) == SUCCESS
+    if sweeps is not None:
+        assert getattr(solver, f"cusolverDnX{x}SetMaxSweeps")(q, sweeps) == SUCCESS
+    assert getattr(solver, f"cusolverDnX{x}SetSortEig")(q, 1) == SUCCESS
+    return q
+
+
+@pytest.fixture(scope="module")
+def jparams(libs):
+    solver = libs[0]
+    q = {k: jacobi_info(solver, k) for k in ("Syevj", "Gesvdj")}
+    yield q
+    for k, v in q.items():
+        assert getattr(solver, f"cusolverDnDestroy{k}Info")(v) == SUCCESS
+
+
+def batch_buf(mats, dtype, ld, cols):
+    """Matrices (rows x cols each) in one buffer, matrix i at offset i*ld*cols, column-major,
+    padding rows NaN. Returns the buffer (batch, cols, ld) and a view getter."""
+    buf = np.full((max(1, len(mats)), cols, ld), np.nan, dtype=dtype)
+    for i, a in enumerate(mats):
+        buf[i].T[:a.shape[0]] = a
+    return buf
+
+
+def sym_batch(rng, n, batch):
+    """Symmetric test matrices: random, repeated eigenvalues, rank-deficient, zero."""
+    mats = []
+    for i in range(batch):
+        x = rand(rng, n, n)
+        if i % 4 == 1:
+            q, _ = np.linalg.qr(x)
+            a = q @ np.diag(np.round(rand(rng, n))) @ q.T  # many repeated eigenvalues
+        elif i % 4 == 2:
+            y = x[:, :max(1, n // 3)]
+            a = y @ y.T  # rank n // 3
+        elif i % 4 == 3 and i > 30:
+            a = np.zeros((n, n))
+        else:
+            a = (x + x.T) / 2
+        mats.append(a)
+    return mats
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("uplo", [LOWER, UPPER])
+@pytest.mark.parametrize("jobz", [0, 1])
+@pytest.mark.parametrize("n", [1, 3, 32])
+@pytest.mark.parametrize("batch", [0, 1, 40])
+def test_syevj_batched(libs, handle, jparams, dtype, uplo, jobz, n, batch):
+    solver, _ = libs
+    rng = np.random.default_rng(n * 7 + batch + 3 * uplo)
+    mats = [a.astype(dtype) for a in sym_batch(rng, n, batch)]
+    lda = n + PAD
+    buf = batch_buf(mats, dtype, lda, n)
+    ones = np.ones((n, n), bool)
+    other = np.triu(ones, 1) if uplo == LOWER else np.tril(ones, -1)
+    for i in range(batch):
+        buf[i].T[:n][other] = np.nan  # not read
+    w = np.full(batch * n + 1, 77.0, dtype=dtype)
+    q = jparams["Syevj"]
+    lw = c_int(-1)  # (params and batchSize come after lwork: not lwork_of)
+    assert fn(solver, dtype, "syevjBatched_bufferSize")(handle, jobz, uplo, n, p(buf), lda, p(w),
+                                                        byref(lw), q, batch) == SUCCESS
+    assert lw.value >= 1
+    lw = lw.value
+    work, info = work_buf(dtype, lw), np.full(batch + 1, -7, np.int32)
+    st = fn(solver, dtype, "syevjBatched")(handle, jobz, uplo, n, p(buf), lda, p(w), p(work), lw,
+                                           p(info), q, batch)
+    assert st == SUCCESS and np.isnan(work).all() and w[batch * n] == 77.0
+    assert (info[:batch] == 0).all() and info[batch] == -7
+    t = tol(dtype) * 10
+    for i, a in enumerate(mats):
+        a = a.astype(np.float64)
+        wi = w[i * n:(i + 1) * n].astype(np.float64)
+        scale = max(1.0, np.abs(a).max())
+        np.testing.assert_allclose(wi, np.linalg.eigvalsh(a), atol=t * scale)
+        assert (np.diff(wi) >= 0).all()
+        got = buf[i].T
+        assert np.isnan(got[n:]).all()  # padding neither read nor written
+        if jobz == 1:
+            V = got[:n].astype(np.float64)
+            np.testing.assert_allclose(V.T @ V, np.eye(n), atol=t)
+            np.testing.assert_allclose(a @ V, V * wi, atol=t * 10 * scale)
+        else:
+            assert np.isnan(got[:n]).all()  # read triangle destroyed, the other was NaN
+
+
+def svd_batch(rng, m, n, batch):
+    mats = []
+    for i in range(batch):
+        a = rand(rng, m, n)
+        if i % 4 == 1:
+            a = np.outer(rand(rng, m), rand(rng, n))  # rank 1
+        elif i % 4 == 2:
+            k = max(1, min(m, n) // 2)
+            a = rand(rng, m, k) @ rand(rng, k, n)  # rank min(m, n) // 2
+        elif i % 4 == 3 and i > 30:
+            a = np.zeros((m, n))
+        mats.append(a)
+    return mats
+
+
+def gesvdj_lwork(solver, dtype, handle, jobz, m, n, a, lda, s, u, ldu, v, ldv, q, batch):
+    lw = c_int(-1)
+    assert fn(solver, dtype, "gesvdjBatched_bufferSize")(
+        handle, jobz, m, n, p(a), lda, p(s), p(u), ldu, p(v), ldv, byref(lw), q, batch) == SUCCESS
+    assert lw.value >= 1
+    return lw.value
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("jobz", [0, 1])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (32, 32), (1, 7)])
+@pytest.mark.parametrize("batch", [0, 1, 40])
+def test_gesvdj_batched(libs, handle, jparams, dtype, jobz, shape, batch):
+    solver, _ = libs
+    m, n = shape
+    k = min(m, n)
+    rng = np.random.default_rng(m * 13 + n + batch)
+    mats = [a.astype(dtype) for a in svd_batch(rng, m, n, batch)]
+    lda, ldu, ldv = m + PAD, m + 1, n + 3
+    a_buf = batch_buf(mats, dtype, lda, n)
+    u = np.full((max(1, batch), m, ldu), np.nan, dtype) if jobz else None
+    v = np.full((max(1, batch), n, ldv), np.nan, dtype) if jobz else None
+    if not jobz:
+        ldu = ldv = 1  # not referenced
+    s = np.full(batch * k + 1, 77.0, dtype=dtype)
+    q = jparams["Gesvdj"]
+    lw = gesvdj_lwork(solver, dtype, handle, jobz, m, n, a_buf, lda, s, u, ldu, v, ldv, q, batch)
+    work, info = work_buf(dtype, lw), np.full(batch + 1, -7, np.int32)
+    st = fn(solver, dtype, "gesvdjBatched")(handle, jobz, m, n, p(a_buf), lda, p(s), p(u), ldu,
+                                            p(v), ldv, p(work), lw, p(info), q, batch)
+    assert st == SUCCESS and np.isnan(work).all() and s[batch * k] == 77.0
+    assert (info[:batch] == 0).all() and info[batch] == -7
+    t = tol(dtype) * 10
+    for i, a in enumerate(mats):
+        a = a.astype(np.float64)
+        si = s[i * k:(i + 1) * k].astype(np.float64)
+        scale = max(1.0, np.abs(a).max())
+        np.testing.assert_allclose(si, np.linalg.svd(a, compute_uv=False), atol=t * scale)
+        assert (si >= 0).all() and (np.diff(si) <= 0).all()
+        assert np.isnan(a_buf[i].T).all()  # A destroyed, padding stays NaN
+        if jobz:
+            U, V = u[i].T, v[i].T
+            assert np.isnan(U[m:]).all() and np.isnan(V[n:]).all()
+            U, V = U[:m].astype(np.float64), V[:n].astype(np.float64)
+            np.testing.assert_allclose(U.T @ U, np.eye(m), atol=t)
+            np.testing.assert_allclose(V.T @ V, np.eye(n), atol=t)
+            np.testing.assert_allclose((U[:, :k] * si) @ V[:, :k].T, a, atol=t * 10 * scale)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_jacobi_batched_not_converged(libs, handle, dtype):
+    solver, _ = libs
+    n = 32
+    rng = np.random.default_rng(8)
+    x = rand(rng, n, n)
+    mats = [(x + x.T) / 2, np.diag(np.arange(n, dtype=np.float64)), x.T @ x]
+    one = jacobi_info(solver, "Syevj", sweeps=1)
+    loose = jacobi_info(solver, "Syevj", tol=1e-2, sweeps=6)  # 5 needed
+    for q, want in [(one, [n + 1, 0, n + 1]), (loose, [0, 0, 0])]:
+        buf = batch_buf([m.astype(dtype) for m in mats], dtype, n, n)
+        w = np.zeros(3 * n, dtype)
+        lw = c_int()
+        assert fn(solver, dtype, "syevjBatched_bufferSize")(handle, 1, LOWER, n, p(buf), n, p(w),
+                                                            byref(lw), q, 3) == SUCCESS
+        work, info = work_buf(dtype, lw.value), np.full(3, -7, np.int32)
+        assert fn(solver, dtype, "syevjBatched")(handle, 1, LOWER, n, p(buf), n, p(w), p(work),
+                                                 lw.value, p(info), q, 3) == SUCCESS
+        assert list(info) == want
+        np.testing.assert_array_equal(w[n:2 * n], np.arange(n))  # already diagonal
+    perm = np.eye(n)[rng.permutation(n)] * (1.0 + np.arange(n))  # exactly orthogonal columns
+    mats = [x, np.diag(np.arange(n, dtype=np.float64)), perm]
+    one = jacobi_info(solver, "Gesvdj", sweeps=1)
+    for jobz in (0, 1):
+        buf = batch_buf([m.astype(dtype) for m in mats], dtype, n, n)
+        s, u, v = np.zeros(3 * n, dtype), np.zeros(3 * n * n, dtype), np.zeros(3 * n * n, dtype)
+        lw = gesvdj_lwork(solver, dtype, handle, jobz, n, n, buf, n, s, u, n, v, n, one, 3)
+        work, info = work_buf(dtype, lw), np.full(3, -7, np.int32)
+        assert fn(solver, dtype, "gesvdjBatched")(handle, jobz, n, n, p(buf), n, p(s), p(u), n,
+                                                  p(v), n, p(work), lw, p(info), one, 3) == SUCCESS
+        assert list(info) == [n + 1, 0, 0]  # orthogonal columns need no rotation
+        np.testing.assert_array_equal(s[n:2 * n], np.arange(n)[::-1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_jacobi_batched_bad_args(libs, handle, jparams, dtype):
+    solver, _ = libs
+    qs, qg = jparams["Syevj"], jparams["Gesvdj"]
+    buf = np.zeros(40 * 40 * 3, dtype)
+    work, info = work_buf(dtype, 1 << 16), np.zeros(3, np.int32)
+    lw = c_int()
+    syevj, sbuf = fn(solver, dtype, "syevjBatched"), fn(solver, dtype, "syevjBatched_bufferSize")
+
+    def ev(n, lda, q, batch=2, lwork=1 << 16, uplo=LOWER, jobz=1, h=handle):
+        st = syevj(h, jobz, uplo, n, p(buf), lda, p(buf), p(work), lwork, p(info), q, batch)
+        bst = sbuf(h, jobz, uplo, n, p(buf), lda, p(buf), byref(lw), q, batch)
+        assert bst == st or st == INVALID  # bufferSize does not see lwork
+        return st
+
+    assert ev(32, 32, qs) == SUCCESS
+    assert ev(33, 33, qs) == INVALID  # n <= 32 only
+    assert ev(5, 4, qs) == INVALID  # lda < n
+    assert ev(0, 0, qs) == INVALID  # lda < 1
+    assert ev(5, 5, None) == INVALID
+    assert ev(5, 5, qg) == INVALID  # a gesvdjInfo_t is not a syevjInfo_t
+    assert ev(5, 5, qs, batch=-1) == INVALID
+    assert ev(5, 5, qs, uplo=2) == INVALID
+    assert ev(5, 5, qs, jobz=2) == INVALID
+    assert ev(5, 5, qs, h=None) == NOT_INITIALIZED
+    assert sbuf(handle, 1, LOWER, 5, p(buf), 5, p(buf), byref(lw), qs, 2) == SUCCESS
+    assert ev(5, 5, qs, lwork=lw.value - 1) == INVALID
+    gesvdj = fn(solver, dtype, "gesvdjBatched")
+    gbuf = fn(solver, dtype, "gesvdjBatched_bufferSize")
+
+    def sv(m, n, lda, ldu, ldv, q, batch=2, lwork=1 << 16, jobz=1, h=handle):
+        st = gesvdj(h, jobz, m, n, p(buf), lda, p(buf), p(buf), ldu, p(buf), ldv, p(work), lwork,
+                    p(info), q, batch)
+        bst = gbuf(h, jobz, m, n, p(buf), lda, p(buf), p(buf), ldu, p(buf), ldv, byref(lw), q,
+                   batch)
+        assert bst == st or st == INVALID
+        return st
+
+    assert sv(32, 32, 32, 32, 32, qg) == SUCCESS
+    assert sv(33, 3, 33, 33, 3, qg) == INVALID
+    assert sv(3, 33, 3, 3, 33, qg) == INVALID
+    assert sv(5, 3, 4, 5, 3, qg) == INVALID  # lda < m
+    assert sv(5, 3, 5, 4, 3, qg) == INVALID  # ldu < m
+    assert sv(5, 3, 5, 5, 2, qg) == INVALID  # ldv < n
+    assert sv(5, 3, 5, 1, 1, qg, jobz=0) == SUCCESS  # U, V not referenced
+    assert sv(5, 3, 5, 5, 3, None) == INVALID
+    assert sv(5, 3, 5, 5, 3, qs) == INVALID
+    assert sv(5, 3, 5, 5, 3, qg, batch=-1) == INVALID
+    assert sv(5, 3, 5, 5, 3, qg, h=None) == NOT_INITIALIZED
+    assert gbuf(handle, 1, 5, 3, p(buf), 5, p(buf), p(buf), 5, p(buf), 3, byref(lw), qg,
+                2) == SUCCESS
+    assert sv(5, 3, 5, 5, 3, qg, lwork=lw.value - 1) == INVALID
+
+
+def test_jacobi_info_objects(libs):
+    solver = libs[0]
+    for kind in ("Syevj", "Gesvdj"):
+        x = kind.lower()
+        q = jacobi_info(solver, kind, tol=1e-6, sweeps=7)
+        assert getattr(solver, f"cusolverDnX{x}SetMaxSweeps")(q, 0) == INVALID
+        assert getattr(solver, f"cusolverDnX{x}SetTolerance")(q, c_double(-1.0)) == INVALID
+        assert getattr(solver, f"cusolverDnX{x}SetSortEig")(None, 1) == INVALID
+        assert getattr(solver, f"cusolverDnDestroy{kind}Info")(q) == SUCCESS
+        assert getattr(solver, f"cusolverDnDestroy{kind}Info")(q) == INVALID
+        assert getattr(solver, f"cusolverDnX{x}SetMaxSweeps")(q, 5) == INVALID
+        assert getattr(solver, f"cusolverDnCreate{kind}Info")(None) == INVALID
