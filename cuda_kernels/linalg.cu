@@ -172,6 +172,30 @@ __device__ void trsm_right_one(const T* a, T* b, int m, int n, int lower, int un
         }                                                                                  \
     }
 
+// The row-major permutation matrices P (m x m) with A = P L U from LAPACK's 1-based pivots
+// (k per matrix, already checked to lie in 1..m): the row swaps applied in order to the
+// identity permutation (`perm`: scratch of m ints per matrix), then P[perm[i]][i] = 1.
+#define FT_LU_PERMUTATION(sfx, T)                                                           \
+    extern "C" __global__ void lu_permutation_##sfx(const int* piv, T* out, int* perm,     \
+                                                    int m, int k, long long batch) {       \
+        for (long long b = FT_TID; b < batch; b += FT_STRIDE) {                            \
+            int* q = perm + b * m;                                                         \
+            T* p = out + b * m * m;                                                        \
+            for (int i = 0; i < m; ++i) q[i] = i;                                          \
+            for (int i = 0; i < k; ++i) {                                                  \
+                const int s = piv[b * k + i] - 1;                                          \
+                if (s < 0 || s >= m) continue; /* (the caller rejects these) */           \
+                const int t = q[i];                                                        \
+                q[i] = q[s];                                                               \
+                q[s] = t;                                                                  \
+            }                                                                              \
+            for (long long e = 0; e < (long long)m * m; ++e) p[e] = T(0);                  \
+            for (int i = 0; i < m; ++i) p[(long long)q[i] * m + i] = T(1);                 \
+        }                                                                                  \
+    }
+
+FT_LU_PERMUTATION(f32, float)
+FT_LU_PERMUTATION(f64, double)
 FT_LU_BATCHED(f32, float)
 FT_LU_BATCHED(f64, double)
 FT_LU_SOLVE_BATCHED(f32, float)

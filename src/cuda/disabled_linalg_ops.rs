@@ -57,3 +57,11 @@ pub(crate) fn eigh(_a: &Tensor, _lower: bool, _vectors: bool) -> Result<(Tensor,
 pub(crate) fn svd(_a: &Tensor, _uv: Option<bool>) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
     unavailable()
 }
+
+pub(crate) fn pivots_to_permutation(
+    _pivots: &Tensor,
+    _m: usize,
+    _dtype: crate::DType,
+) -> Result<Tensor> {
+    unavailable()
+}

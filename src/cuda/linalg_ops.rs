@@ -937,3 +937,25 @@ fn svd_jacobi_batched(
         info,
     ))
 }
+
+/// The permutation matrices `P` (`batch.., m, m`, dtype `dtype`) with `A = P L U` from
+/// LAPACK's 1-based pivots (`batch.., k`, already checked to lie in 1..=m), built on the
+/// device (one thread per matrix) instead of uploading them from the host.
+pub(crate) fn pivots_to_permutation(pivots: &Tensor, m: usize, dtype: DType) -> Result<Tensor> {
+    let k = pivots.shape()[pivots.ndim() - 1];
+    let batch = &pivots.shape()[..pivots.ndim() - 1];
+    let nb: usize = batch.iter().product();
+    let ordinal = ordinal_of(pivots)?;
+    let piv = contiguous(&super::ops::cast(pivots, DType::I32)?)?;
+    let out = empty(ordinal, &with_tail(batch.to_vec(), &[m, m]), dtype)?;
+    if nb == 0 || m == 0 {
+        return Ok(out);
+    }
+    let perm = empty(ordinal, &[nb, m], DType::I32)?;
+    let dev = dev_of(&out)?;
+    let (pp, op, qp) = (at(&piv, 0)?, at(&out, 0)?, at(&perm, 0)?);
+    let (mi, ki, nb64) = (int(m, "lu_unpack")?, int(k, "lu_unpack")?, nb as i64);
+    let name = format!("lu_permutation_{}", dtype_suffix(dtype));
+    launch!(dev, KernelFile::Linalg, name, elementwise(nb); pp, op, qp, mi, ki, nb64)?;
+    Ok(out)
+}

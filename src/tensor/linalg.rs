@@ -1795,16 +1795,20 @@ impl Tensor {
         let bs = pivots.shape()[..pivots.ndim() - 1].to_vec();
         let host = crate::no_grad(|| pivots.to_device(crate::Device::Cpu))?;
         let p = host.to_dtype(DType::I64).to_vec::<i64>()?;
+        if let Some(bad) = p.iter().find(|&&v| v < 1 || v as usize > m) {
+            return Err(rt(format!(
+                "{op}: pivots must be between 1 and {m}, but got {bad}"
+            )));
+        }
+        if pivots.device().is_cuda() && matches!(dt, DType::F32 | DType::F64) {
+            // Checked above (reading k ints per matrix); the m x m matrices are built there.
+            return crate::cuda::linalg_ops::pivots_to_permutation(pivots, m, dt);
+        }
         let nb: usize = bs.iter().product();
         let mut out = vec![0.0f64; nb * m * m];
         for b in 0..nb {
             let piv = &p[b * k..(b + 1) * k];
             let mat = &mut out[b * m * m..(b + 1) * m * m];
-            if let Some(bad) = piv.iter().find(|&&v| v < 1 || v as usize > m) {
-                return Err(rt(format!(
-                    "{op}: pivots must be between 1 and {m}, but got {bad}"
-                )));
-            }
             let piv32: Vec<i32> = piv.iter().map(|&v| v as i32).collect();
             for (i, r) in kern::pivots_to_permutation(&piv32, m)
                 .into_iter()

@@ -223,6 +223,24 @@ def test_lu_factor_and_lu(dtype, shape):
     no_host_fallback()
 
 
+def test_lu_unpack_permutations_built_on_the_device():
+    a = rand((40, 5, 5), torch.float64, 34)
+    lu, piv = la.lu_factor(a)
+    for p_ in (piv, piv[:3], piv[..., :2]):
+        P, L, U = torch.lu_unpack(lu.cuda(), p_.cuda())
+        P0, L0, U0 = torch.lu_unpack(lu, p_)
+        close(P, P0)
+        close(L, L0)
+        close(U, U0)
+    bad = piv.clone()
+    bad[3, 1] = 9
+    with pytest.raises(RuntimeError) as cpu:
+        torch.lu_unpack(lu, bad)
+    with pytest.raises(RuntimeError) as gpu:
+        torch.lu_unpack(lu.cuda(), bad.cuda())
+    assert str(gpu.value) == str(cpu.value)
+
+
 # ------------------------------------------------------------------------------ QR
 
 
