@@ -5,7 +5,8 @@
 Cases (issue "CUDA backend", targets in brackets): elementwise a*b+c bandwidth on 64M f32
 (>= 90% of PyTorch's GB/s), f32 and bf16 matmul at 4096 and 8192 (>= 95% of PyTorch's
 TFLOP/s), per-op launch overhead of a+b on 4 elements (<= PyTorch's time), and a training step
-of a 784-256-10 MLP (batch 64, Adam) and of a small MNIST-style CNN (batch 64, SGD).
+of a 784-256-10 MLP (batch 64, Adam) and of a small MNIST-style CNN (batch 64, SGD); sort,
+topk, cumsum, and linalg (batches of small matrices and single large ones).
 Times are the best of --repeat runs, each bracketed by
 device synchronisation. Exits 0 with a message when no GPU is available.
 """
@@ -113,6 +114,29 @@ def case_cumsum(lib, rows, n):
     return (lambda: x.cumsum(1)), None, None
 
 
+def case_linalg(lib, op, shape, flops=None):
+    """A linalg op on a (batch of) well-conditioned float32 matrices: many small ones take the
+    batched paths (one-thread-per-matrix kernels, cuSOLVER's batched Jacobi), large ones
+    cuSOLVER's dense routines. `flops`: a nominal count for the rate column (else times)."""
+    lib.manual_seed(0)
+    n = shape[-1]
+    a = lib.randn(*shape, device="cuda")
+    if op in ("cholesky", "eigh"):
+        a = a @ a.transpose(-2, -1)
+    a = a + n * lib.eye(n, device="cuda")
+    la = lib.linalg
+    fns = {
+        "inv": lambda: la.inv(a),
+        "solve": lambda: la.solve(a, a[..., :16]),
+        "cholesky": lambda: la.cholesky(a),
+        "eigh": lambda: la.eigh(a),
+        "svd": lambda: la.svd(a, full_matrices=False),
+        "qr": lambda: la.qr(a),
+        "det": lambda: la.det(a),
+    }
+    return fns[op], flops, "flop" if flops else None
+
+
 CASES = [
     ("a*b+c 64M f32 (bandwidth)", case_fma, ()),
     ("matmul f32 4096", case_matmul, (4096, "float32")),
@@ -126,6 +150,15 @@ CASES = [
     ("sort 1 row x 1M f32", case_sort, (1, 1 << 20)),
     ("topk 10 of 4096 rows x 1000", case_topk, (4096, 1000, 10)),
     ("cumsum 4096 x 4096 along rows", case_cumsum, (4096, 4096)),
+    ("linalg.inv 10000 x 3x3 f32", case_linalg, ("inv", (10000, 3, 3))),
+    ("linalg.det 10000 x 3x3 f32", case_linalg, ("det", (10000, 3, 3))),
+    ("linalg.eigh 1000 x 8x8 f32", case_linalg, ("eigh", (1000, 8, 8))),
+    ("linalg.svd 256 x 16x16 f32", case_linalg, ("svd", (256, 16, 16))),
+    ("linalg.solve 64 x 256x256 f32, 16 rhs", case_linalg,
+     ("solve", (64, 256, 256), 64 * (2 / 3 * 256**3 + 2 * 256**2 * 16))),
+    ("linalg.cholesky 4096 f32", case_linalg, ("cholesky", (4096, 4096), 4096**3 / 3)),
+    ("linalg.qr 2048 f32", case_linalg, ("qr", (2048, 2048), 4 / 3 * 2048**3)),
+    ("linalg.eigh 2048 f32", case_linalg, ("eigh", (2048, 2048), 9 * 2048**3)),
 ]
 
 
