@@ -137,15 +137,10 @@ fn with_tail(mut batch: Vec<usize>, tail: &[usize]) -> Vec<usize> {
     batch
 }
 
-/// A contiguous copy of the last two dims transposed: the column-major storage of `t`'s
-/// matrices.
-fn column_major(t: &Tensor) -> Result<Tensor> {
+/// A contiguous copy with the last two dims transposed: the column-major storage of `t`'s
+/// matrices, or, applied to a buffer of column-major matrices, their row-major form.
+fn transposed_copy(t: &Tensor) -> Result<Tensor> {
     clone(&t.transpose(-2, -1)?)
-}
-
-/// Row-major matrices from a buffer of column-major ones (`shape` is the row-major shape).
-fn from_column_major(buf: &Tensor) -> Result<Tensor> {
-    clone(&buf.transpose(-2, -1)?)
 }
 
 /// A contiguous copy (the solvers write in place).
@@ -298,10 +293,10 @@ pub(crate) fn lu_factor(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
     let sv = solver(&dev, a)?;
     let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
     let (bs, nb) = batch_of(a);
-    let f = column_major(a)?;
+    let f = transposed_copy(a)?;
     let (piv, info) = getrf(&sv, &f, m, n, nb)?;
     Ok((
-        from_column_major(&f.reshape_contiguous(&with_tail(bs.clone(), &[n, m])))?,
+        transposed_copy(&f)?,
         piv.reshape_contiguous(&with_tail(bs.clone(), &[m.min(n)])),
         info.reshape_contiguous(&bs),
     ))
@@ -398,12 +393,9 @@ pub(crate) fn solve(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
     // Factor A^T (a's storage as is) and solve with its transpose, A.
     let f = owned_copy(a)?;
     let (piv, info) = getrf(&sv, &f, n, n, nb)?;
-    let x = column_major(b)?;
+    let x = transposed_copy(b)?;
     getrs(&sv, true, &f, &piv, &x, n, k, nb)?;
-    Ok((
-        from_column_major(&x.reshape_contiguous(&with_tail(bs.clone(), &[k, n])))?,
-        info.reshape_contiguous(&bs),
-    ))
+    Ok((transposed_copy(&x)?, info.reshape_contiguous(&bs)))
 }
 
 // ------------------------------------------------------------------------------ triangular
@@ -455,7 +447,7 @@ pub(crate) fn qr(a: &Tensor, complete: bool, want_q: bool) -> Result<(Tensor, Te
     let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
     let kk = m.min(n);
     let (bs, nb) = batch_of(a);
-    let f = column_major(a)?; // (nb.., n, m): column-major m x n
+    let f = transposed_copy(a)?; // (nb.., n, m): column-major m x n
     let tau = empty(sv.ordinal, &[nb.max(1), kk.max(1)], sv.dtype)?;
     if kk > 0 && nb > 0 {
         let (mi, ni) = (int(m, "linalg.qr")?, int(n, "linalg.qr")?);
@@ -545,7 +537,7 @@ pub(crate) fn qr(a: &Tensor, complete: bool, want_q: bool) -> Result<(Tensor, Te
             )?;
         }
     }
-    Ok((from_column_major(&q)?, r))
+    Ok((transposed_copy(&q)?, r))
 }
 
 // ------------------------------------------------------------------------------ eigh
@@ -576,57 +568,69 @@ pub(crate) fn eigh(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Te
         let ni = int(n, "linalg.eigh")?;
         if small_batch(n, nb) {
             syevj_batched(&sv, jobz, uplo, ni, &f, &w, &info, nb)?;
-            let v = if vectors {
-                from_column_major(&f)?
-            } else {
-                empty(sv.ordinal, &[0], sv.dtype)?
-            };
-            return Ok((w, v, info));
-        }
-        let mut lwork = 0i32;
-        call!(
-            sv,
-            cusolverDnSsyevd_bufferSize
-                | cusolverDnDsyevd_bufferSize(
-                    sv.handle,
-                    jobz,
-                    uplo,
-                    ni,
-                    at(&f, 0)? as _,
-                    ni,
-                    at(&w, 0)? as _,
-                    &mut lwork
-                )
-        )?;
-        let work = workspace(&sv, lwork)?;
-        for i in 0..nb {
-            call!(
-                sv,
-                cusolverDnSsyevd
-                    | cusolverDnDsyevd(
-                        sv.handle,
-                        jobz,
-                        uplo,
-                        ni,
-                        at(&f, i * n * n)? as _,
-                        ni,
-                        at(&w, i * n)? as _,
-                        at(&work, 0)? as _,
-                        lwork,
-                        at(&info, i)? as _
-                    )
-            )?;
+        } else {
+            syevd(&sv, jobz, uplo, n, &f, &w, &info, nb)?;
         }
     } else if nb > 0 {
         zero_infos(&info)?;
     }
     let v = if vectors {
         // Eigenvectors are the column-major columns: read row-major they are V^T.
-        from_column_major(&f)?
+        transposed_copy(&f)?
     } else {
         empty(sv.ordinal, &[0], sv.dtype)?
     };
     Ok((w, v, info))
+}
+
+/// `syevd` on each of the `nb` matrices of `f` (in place; eigenvalues into `w`).
+#[allow(clippy::too_many_arguments)]
+fn syevd(
+    sv: &Solver,
+    jobz: cs::cusolverEigMode_t,
+    uplo: cs::cublasFillMode_t,
+    n: usize,
+    f: &Tensor,
+    w: &Tensor,
+    info: &Tensor,
+    nb: usize,
+) -> Result<()> {
+    let ni = int(n, "linalg.eigh")?;
+    let mut lwork = 0i32;
+    call!(
+        sv,
+        cusolverDnSsyevd_bufferSize
+            | cusolverDnDsyevd_bufferSize(
+                sv.handle,
+                jobz,
+                uplo,
+                ni,
+                at(f, 0)? as _,
+                ni,
+                at(w, 0)? as _,
+                &mut lwork
+            )
+    )?;
+    let work = workspace(sv, lwork)?;
+    for i in 0..nb {
+        call!(
+            sv,
+            cusolverDnSsyevd
+                | cusolverDnDsyevd(
+                    sv.handle,
+                    jobz,
+                    uplo,
+                    ni,
+                    at(f, i * n * n)? as _,
+                    ni,
+                    at(w, i * n)? as _,
+                    at(&work, 0)? as _,
+                    lwork,
+                    at(info, i)? as _
+                )
+        )?;
+    }
+    Ok(())
 }
 
 // ------------------------------------------------------------------------------ SVD
@@ -670,7 +674,7 @@ pub(crate) fn svd(a: &Tensor, uv: Option<bool>) -> Result<(Tensor, Tensor, Tenso
     let f = if wide {
         owned_copy(a)?
     } else {
-        column_major(a)?
+        transposed_copy(a)?
     };
     let s = empty(sv.ordinal, &with_tail(bs.clone(), &[k]), sv.dtype)?;
     let info = ints(&sv, &bs)?;
@@ -751,7 +755,7 @@ pub(crate) fn svd(a: &Tensor, uv: Option<bool>) -> Result<(Tensor, Tensor, Tenso
         // U = V' (vt1 read row-major); Vh = U'^T (u1 read row-major), rows of it: uc.
         Ok((vt1, s, u1, info))
     } else {
-        Ok((from_column_major(&u1)?, s, from_column_major(&vt1)?, info))
+        Ok((transposed_copy(&u1)?, s, transposed_copy(&vt1)?, info))
     }
 }
 
@@ -925,7 +929,7 @@ fn svd_jacobi_batched(
         return Ok((none.clone(), s, none, info));
     };
     // U = V' (column-major m x m: transpose to row-major); Vh = U'^T (U' read row-major).
-    let u = from_column_major(&v1)?;
+    let u = transposed_copy(&v1)?;
     let vh = u1;
     if uv == Some(true) {
         return Ok((u, s, vh, info));

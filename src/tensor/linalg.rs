@@ -2026,7 +2026,6 @@ impl Tensor {
             hermitian
         ));
         let s = if hermitian {
-            check_square(self, op)?;
             self.linalg_eigh("L", false)?.0
         } else {
             self.linalg_svdvals()?

@@ -3,7 +3,6 @@
 //! sums/products give int64, `mean`/`var`/`norm` need floating point, f16/bf16 are accumulated
 //! in f32 or f64. Kernels are in `crate::cpu::reduce`; this file validates and dispatches.
 
-use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::cpu::reduce::{self as k, Reducer, Scanner};
 use crate::cuda::ops as cuda;
@@ -776,7 +775,6 @@ impl Tensor {
             }
             return crate::cuda::reduce_ops::cumulative(&self.to_dtype(out_dt), d, PROD);
         }
-        cuda_via_host!("cumsum/cumprod", [self], |x| x.cum::<PROD>(dim, dtype));
         if out_dt.is_floating_point() {
             let x = self.to_dtype(out_dt);
             return Ok(with_dtype!(x.dtype(), T, {
@@ -815,7 +813,6 @@ impl Tensor {
             }
             return crate::cuda::reduce_ops::cum_extremum(self, d, MAX);
         }
-        cuda_via_host!("cummax/cummin", [self], |x| x.cum_extremum::<MAX>(dim));
         Ok(with_dtype!(self.dtype(), T, {
             let (v, i) = unzip(self.scan_with::<T, _>(dim, &k::CumExtremum::<MAX>)?);
             (

@@ -415,7 +415,6 @@ impl Tensor {
             }
             return self.mode_cuda(d, keepdim);
         }
-        cuda_via_host!("mode", [self], |x| x.mode_raw(dim, keepdim));
         with_dtype!(x.dtype(), T, {
             self.select_per_line::<T>(&x, d, keepdim, |line| {
                 line.sort_unstable_by(cmp_pair_asc);
