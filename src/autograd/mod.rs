@@ -79,11 +79,36 @@ pub fn edge_of(t: &Tensor) -> Option<Edge> {
     })
 }
 
+/// What a backward formula captured from the forward pass.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Saves {
+    /// Tensors: they are freed after backward (without `retain_graph`), and a second
+    /// backward through the node is an error.
+    Tensors,
+    /// Only shapes, dtypes, devices or scalars: the node may run backward again.
+    NoTensors,
+}
+
 /// Record one node for an op with `inputs` -> `outputs`. Outputs that are not floating point
 /// are left out of the graph. Call only when [`needs_grad`] is true.
 pub fn record(name: &str, inputs: &[&Tensor], outputs: &[&Tensor], backward: BackwardFn) {
+    record_saving(name, inputs, outputs, Saves::Tensors, backward)
+}
+
+/// [`record`] for a formula that says what it captured (see [`Saves`]).
+pub fn record_saving(
+    name: &str,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    saves: Saves,
+    backward: BackwardFn,
+) {
     let next = inputs.iter().map(|t| edge_of(t)).collect();
-    let node = Arc::new(Node::new(name, next, outputs.len(), backward));
+    let node = Node::new(name, next, outputs.len(), backward);
+    let node = Arc::new(match saves {
+        Saves::Tensors => node,
+        Saves::NoTensors => node.reusable(),
+    });
     for (i, o) in outputs.iter().enumerate() {
         if !o.dtype().is_floating_point() {
             continue;
@@ -163,6 +188,16 @@ impl Tensor {
     /// A new tensor sharing storage, outside the graph.
     pub fn detach(&self) -> Tensor {
         self.alias_detached()
+    }
+    /// This (detached) tensor as output `output_nr` of `node`: how a formula that saved its
+    /// own output puts it back into the graph under `create_graph`.
+    pub(crate) fn with_grad_fn(self, node: Arc<Node>, output_nr: usize) -> Tensor {
+        {
+            let mut m = self.meta();
+            m.grad_fn = Some(node);
+            m.output_nr = output_nr;
+        }
+        self
     }
     /// Cut this tensor out of the graph in place.
     pub fn detach_(&self) {

@@ -37,6 +37,10 @@ pub struct Node {
     backward: Mutex<Option<BackwardFn>>,
     /// Set once the backward formula ran without `retain_graph` (its saved tensors are gone).
     released: Mutex<bool>,
+    /// The formula holds no tensors saved from the forward pass (only shapes, dtypes,
+    /// scalars), so it is kept after backward: PyTorch lets such a node run again without
+    /// `retain_graph` (`y = x.sum(); y.backward(); y.backward()`).
+    reusable: bool,
     pub(crate) next: Vec<Option<Edge>>,
     num_outputs: usize,
     pub(crate) pre_hooks: Mutex<Vec<(u64, usize, HookFn)>>,
@@ -62,6 +66,7 @@ impl Node {
             seq: SEQ.fetch_add(1, Ordering::Relaxed),
             backward: Mutex::new(Some(backward)),
             released: Mutex::new(false),
+            reusable: false,
             next,
             num_outputs,
             pre_hooks: Mutex::new(Vec::new()),
@@ -70,12 +75,19 @@ impl Node {
         }
     }
 
+    /// Mark the formula as holding no saved tensors (see `reusable`).
+    pub(crate) fn reusable(mut self) -> Node {
+        self.reusable = true;
+        self
+    }
+
     pub(crate) fn accumulate_grad(leaf: Tensor) -> Node {
         Node {
             name: "AccumulateGrad".into(),
             seq: SEQ.fetch_add(1, Ordering::Relaxed),
             backward: Mutex::new(None),
             released: Mutex::new(false),
+            reusable: false,
             next: Vec::new(),
             num_outputs: 1,
             pre_hooks: Mutex::new(Vec::new()),
@@ -105,8 +117,8 @@ impl Node {
     }
 
     /// Run the backward formula. Without `retain` the formula (and its saved tensors) is
-    /// dropped afterwards; calling again is PyTorch's "backward through the graph a second
-    /// time" error.
+    /// dropped afterwards, unless it saved none; calling again is PyTorch's "backward through
+    /// the graph a second time" error.
     pub(crate) fn apply(
         &self,
         grads: &[Option<Tensor>],
@@ -122,7 +134,7 @@ impl Node {
             return Ok(vec![None; self.next.len()]);
         };
         let out = f(grads)?;
-        if !retain {
+        if !retain && !self.reusable {
             let f = slot.take();
             *lock(&self.released) = true;
             drop(slot);

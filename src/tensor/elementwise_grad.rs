@@ -4,8 +4,10 @@
 
 use super::{BinaryOp, Tensor, TensorOrScalar, UnaryOp};
 use crate::autograd::formula::{add, adds, div, mul, muls, neg, rsubs, sub};
-use crate::autograd::{is_grad_enabled, needs_grad, record, SavedTensor};
+use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, Saves, SavedTensor};
+use crate::autograd::Node;
 use crate::{Result, Scalar};
+use std::sync::{Arc, OnceLock, Weak};
 
 /// Gradient for an input: summed to its shape and cast to its dtype.
 fn reduce_to(g: Tensor, like_shape: &[usize], like_dtype: crate::DType) -> Result<Tensor> {
@@ -50,10 +52,18 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) 
     };
     let saved_a = keep_a.then(|| SavedTensor::new(a, name));
     let saved_b = keep_b.then(|| SavedTensor::new(b, name));
-    record(
+    // A wrapped Python scalar counts as a saved tensor too: PyTorch's `(x * 2)` saves it and
+    // refuses a second backward, as it does here.
+    let saves = if keep_a || keep_b {
+        Saves::Tensors
+    } else {
+        Saves::NoTensors
+    };
+    record_saving(
         name,
         &[a, b],
         &[out],
+        saves,
         Box::new(move |grads| {
             let Some(g) = &grads[0] else {
                 return Ok(vec![None, None]);
@@ -156,6 +166,21 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
     if !out.dtype().is_floating_point() || !needs_grad(&[x]) {
         return;
     }
+    if op == Neg {
+        // -g needs nothing saved (so the node may run backward twice, as PyTorch's)
+        let dx = x.dtype();
+        record_saving(
+            "NegBackward0",
+            &[x],
+            &[out],
+            Saves::NoTensors,
+            Box::new(move |grads| match &grads[0] {
+                Some(g) => Ok(vec![Some(neg(g)?.cast(dx)?)]),
+                None => Ok(vec![None]),
+            }),
+        );
+        return;
+    }
     let name: &'static str = match op {
         Neg => "NegBackward0",
         Abs => "AbsBackward0",
@@ -201,11 +226,12 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
         Square => "PowBackward0",
         _ => return,
     };
+    if output_only_grad(op) {
+        record_from_output(name, op, x, out);
+        return;
+    }
     let dx = x.dtype();
     let saved_x = SavedTensor::new(x, name);
-    // The output is saved detached (no cycle through its own node); under create_graph the
-    // formula recomputes it from x so that it stays differentiable.
-    let saved_out = SavedTensor::new(&out.detach(), name);
     record(
         name,
         &[x],
@@ -214,29 +240,7 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
             let Some(g) = &grads[0] else {
                 return Ok(vec![None]);
             };
-            let cast_back = |gx: Tensor| -> Result<Tensor> {
-                if gx.dtype() != dx {
-                    gx.cast(dx)
-                } else {
-                    Ok(gx)
-                }
-            };
-            // Ops whose gradient is a function of the output need only the output, as in
-            // PyTorch, so an in-place change of x after the call does not break backward.
-            if !is_grad_enabled() {
-                if let Some(gx) = grad_from_output(op, g, saved_out.get()?)? {
-                    return Ok(vec![Some(cast_back(gx)?)]);
-                }
-            }
             let x = saved_x.get()?;
-            let y = if is_grad_enabled() {
-                x.unary(op)?
-            } else {
-                saved_out.get()?.clone()
-            };
-            if let Some(gx) = grad_from_output(op, g, &y)? {
-                return Ok(vec![Some(cast_back(gx)?)]);
-            }
             let u = |o: UnaryOp| x.unary(o);
             let gx = match op {
                 Neg => neg(g)?,
@@ -302,6 +306,12 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                     )?,
                 )?)?,
                 Frac => g.clone(),
+                // sqrt(pi)/2 * exp(erfinv(x)^2): from x, as PyTorch (which saves only x)
+                Erfinv => {
+                    let y = u(Erfinv)?;
+                    let d = muls(&mul(&y, &y)?.unary(Exp)?, std::f64::consts::PI.sqrt() / 2.0)?;
+                    mul(g, &d)?
+                }
                 Lgamma => mul(g, &u(Digamma)?)?,
                 Digamma => mul(g, &u(Trigamma)?)?,
                 // ψ₂(x) = -2 ζ(3, x)
@@ -315,19 +325,68 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                     )?,
                 )?,
                 Square => mul(g, &muls(x, 2.0)?)?,
-                _ => unreachable!("filtered above, or handled by grad_from_output"),
+                _ => unreachable!("filtered above, or recorded by record_from_output"),
             };
-            Ok(vec![Some(cast_back(gx)?)])
+            Ok(vec![Some(cast_to(gx, dx)?)])
         }),
     );
 }
 
-/// The gradient of unary ops whose derivative is a function of their output `y` alone (the
-/// ones PyTorch saves only the result for); `None` for the others.
-fn grad_from_output(op: UnaryOp, g: &Tensor, y: &Tensor) -> Result<Option<Tensor>> {
+fn cast_to(t: Tensor, dtype: crate::DType) -> Result<Tensor> {
+    if t.dtype() != dtype {
+        t.cast(dtype)
+    } else {
+        Ok(t)
+    }
+}
+
+/// Unary ops whose derivative is a function of their output alone (the ones PyTorch saves
+/// only the result for).
+fn output_only_grad(op: UnaryOp) -> bool {
+    use UnaryOp::*;
+    matches!(
+        op,
+        Exp | Exp2 | Expm1 | Sqrt | Rsqrt | Tan | Tanh | Sigmoid | Reciprocal
+    )
+}
+
+/// Record an op of [`output_only_grad`]: only its output is saved, as in PyTorch, so an
+/// in-place change of `x` afterwards breaks neither backward nor double backward. Under
+/// `create_graph` the saved output is given back its place in the graph (this node as its
+/// grad_fn, held weakly to avoid a cycle), so the second-order graph reaches `x` through this
+/// node instead of recomputing the op from `x`.
+fn record_from_output(name: &'static str, op: UnaryOp, x: &Tensor, out: &Tensor) {
+    let dx = x.dtype();
+    let saved_out = SavedTensor::new(&out.detach(), name);
+    let this: Arc<OnceLock<Weak<Node>>> = Arc::default();
+    let this_node = this.clone();
+    record(
+        name,
+        &[x],
+        &[out],
+        Box::new(move |grads| {
+            let Some(g) = &grads[0] else {
+                return Ok(vec![None]);
+            };
+            let y = saved_out.get()?;
+            let y = match this_node.get().and_then(Weak::upgrade) {
+                Some(node) if is_grad_enabled() => y.detach().with_grad_fn(node, 0),
+                _ => y.clone(),
+            };
+            let gx = grad_from_output(op, g, &y)?;
+            Ok(vec![Some(cast_to(gx, dx)?)])
+        }),
+    );
+    if let Some(node) = out.grad_fn() {
+        let _ = this.set(Arc::downgrade(&node));
+    }
+}
+
+/// The gradient of an [`output_only_grad`] op from its output `y`.
+fn grad_from_output(op: UnaryOp, g: &Tensor, y: &Tensor) -> Result<Tensor> {
     use UnaryOp::*;
     let y2 = || mul(y, y);
-    Ok(Some(match op {
+    Ok(match op {
         Exp => mul(g, y)?,
         Exp2 => muls(&mul(g, y)?, std::f64::consts::LN_2)?,
         Expm1 => mul(g, &adds(y, 1.0)?)?,
@@ -336,13 +395,9 @@ fn grad_from_output(op: UnaryOp, g: &Tensor, y: &Tensor) -> Result<Option<Tensor
         Tan => mul(g, &adds(&y2()?, 1.0)?)?,
         Tanh => mul(g, &rsubs(&y2()?, 1.0)?)?,
         Sigmoid => mul(g, &mul(y, &rsubs(y, 1.0)?)?)?,
-        Erfinv => mul(
-            g,
-            &muls(&y2()?.unary(Exp)?, std::f64::consts::PI.sqrt() / 2.0)?,
-        )?,
         Reciprocal => neg(&mul(g, &y2()?)?)?,
-        _ => return Ok(None),
-    }))
+        _ => unreachable!("only ops of output_only_grad"),
+    })
 }
 
 /// `t` with zeros where `mask` is true (mask has t's shape). Differentiable in `t`.
@@ -407,10 +462,11 @@ impl Tensor {
         let out = self.to_dtype(dtype);
         if dtype.is_floating_point() && needs_grad(&[self]) {
             let src = self.dtype();
-            record(
+            record_saving(
                 "ToCopyBackward0",
                 &[self],
                 &[&out],
+                Saves::NoTensors,
                 Box::new(move |grads| match &grads[0] {
                     Some(g) => Ok(vec![Some(g.cast(src)?)]),
                     None => Ok(vec![None]),
@@ -426,10 +482,11 @@ impl Tensor {
 pub(crate) fn record_to_device(x: &Tensor, out: &Tensor) {
     if needs_grad(&[x]) {
         let src = x.device();
-        record(
+        record_saving(
             "ToCopyBackward0",
             &[x],
             &[out],
+            Saves::NoTensors,
             Box::new(move |grads| match &grads[0] {
                 Some(g) => Ok(vec![Some(g.to_device(src)?)]),
                 None => Ok(vec![None]),

@@ -202,10 +202,11 @@ impl Tensor {
     pub fn contiguous_recorded(&self) -> Tensor {
         let out = self.clone_data();
         if needs_grad(&[self]) {
-            record(
+            crate::autograd::record_saving(
                 "CloneBackward0",
                 &[self],
                 &[&out],
+                crate::autograd::Saves::NoTensors,
                 Box::new(|grads| Ok(vec![grads[0].clone()])),
             );
         }

@@ -38,10 +38,11 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
             )
         })
         .collect();
-    crate::autograd::record(
+    crate::autograd::record_saving(
         "CatBackward0",
         &refs,
         &[&out],
+        crate::autograd::Saves::NoTensors,
         Box::new(move |grads| {
             let Some(g) = &grads[0] else {
                 return Ok(vec![None; meta.len()]);

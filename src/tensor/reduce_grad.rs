@@ -5,7 +5,7 @@
 use super::reduce::reduce_mask;
 use super::{BinaryOp, Tensor, UnaryOp};
 pub(crate) use crate::autograd::formula::{add, div, mul, muls, sub};
-use crate::autograd::{is_grad_enabled, needs_grad, record, SavedTensor};
+use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, Saves, SavedTensor};
 use crate::{no_grad, DType, Result, Scalar};
 
 /// 1.0 where `a == b`, else 0.0, in `dt` (a constant: no history).
@@ -48,21 +48,33 @@ fn reduced_count(in_shape: &[usize], mask: &[bool]) -> usize {
         .product()
 }
 
-/// Record a one-input, one-output node when needed.
+/// Record a one-input, one-output node when needed (its formula saved tensors).
 fn record1(
     name: &'static str,
     x: &Tensor,
     out: &Tensor,
     f: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static,
 ) {
+    record1_saving(name, x, out, Saves::Tensors, f)
+}
+
+/// [`record1`] saying what the formula captured.
+fn record1_saving(
+    name: &'static str,
+    x: &Tensor,
+    out: &Tensor,
+    saves: Saves,
+    f: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static,
+) {
     if !needs_grad(&[x]) || !out.dtype().is_floating_point() || !x.dtype().is_floating_point() {
         return;
     }
     let dt = x.dtype();
-    record(
+    record_saving(
         name,
         &[x],
         &[out],
+        saves,
         Box::new(move |grads| match &grads[0] {
             Some(g) => Ok(vec![Some(to_dt(f(g)?, dt)?)]),
             None => Ok(vec![None]),
@@ -182,7 +194,9 @@ impl Tensor {
             } else {
                 "SumBackward1"
             };
-            record1(name, self, &out, move |g| unreduce(g, &s, &mask));
+            record1_saving(name, self, &out, Saves::NoTensors, move |g| {
+                unreduce(g, &s, &mask)
+            });
         }
         Ok(out)
     }
@@ -204,7 +218,7 @@ impl Tensor {
             } else {
                 "MeanBackward1"
             };
-            record1(name, self, &out, move |g| {
+            record1_saving(name, self, &out, Saves::NoTensors, move |g| {
                 muls(&unreduce(g, &s, &mask)?, 1.0 / n)
             });
         }
@@ -464,7 +478,7 @@ impl Tensor {
         let out = no_grad(|| self.cumsum_raw(dim, dtype))?;
         if needs_grad(&[self]) {
             let nd = self.ndim();
-            record1("CumsumBackward0", self, &out, move |g| {
+            record1_saving("CumsumBackward0", self, &out, Saves::NoTensors, move |g| {
                 if nd == 0 {
                     return Ok(g.clone());
                 }

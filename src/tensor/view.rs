@@ -1,7 +1,7 @@
 //! View ops: new layouts over the same storage, no data copied.
 
 use super::Tensor;
-use crate::autograd::{needs_grad, record};
+use crate::autograd::{needs_grad, record_saving, Saves};
 use crate::layout::{infer_shape, normalize_dim, Dims, Layout};
 use crate::{Error, Result};
 use std::sync::Arc;
@@ -17,10 +17,11 @@ pub(crate) fn record_view(
     backward: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static,
 ) -> Tensor {
     if needs_grad(&[input]) && out.dtype().is_floating_point() {
-        record(
+        record_saving(
             name,
             &[input],
             &[&out],
+            Saves::NoTensors,
             Box::new(move |grads| match &grads[0] {
                 Some(g) => Ok(vec![Some(backward(g)?)]),
                 None => Ok(vec![None]),
@@ -37,10 +38,11 @@ pub fn embed_into_zeros(g: &Tensor, in_shape: &[usize], view_fn: ViewFn) -> Resu
     crate::no_grad(|| view_fn(&z)?.copy_raw(g))?;
     if needs_grad(&[g]) {
         let f = view_fn.clone();
-        record(
+        record_saving(
             "EmbedBackward0",
             &[g],
             &[&z],
+            Saves::NoTensors,
             Box::new(move |grads| match &grads[0] {
                 Some(gg) => Ok(vec![Some(f(gg)?)]),
                 None => Ok(vec![None]),
@@ -74,10 +76,11 @@ fn record_pieces(name: &str, input: &Tensor, pieces: &[Tensor], d: usize, stacke
     let dt = input.dtype();
     let dev = input.device();
     let outs: Vec<&Tensor> = pieces.iter().collect();
-    record(
+    record_saving(
         name,
         &[input],
         &outs,
+        Saves::NoTensors,
         Box::new(move |grads| {
             if grads.iter().all(|g| g.is_none()) {
                 return Ok(vec![None]);

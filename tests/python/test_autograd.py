@@ -113,6 +113,106 @@ def test_second_backward_raises_and_retain_graph_allows_it():
         y.backward(ft.ones_like(y))
 
 
+# A node whose formula saved no tensor keeps it after backward, so such a graph can run
+# backward again without retain_graph (the gradient accumulates); a node that saved one
+# refuses. Which ops save what follows PyTorch 2.x (checked case by case against it).
+_TWICE_OK = {
+    "sum": lambda x: x.sum(),
+    "mean_dim": lambda x: x.mean(0).sum(),
+    "add_scalar": lambda x: (x + 1).sum(),
+    "rsub_scalar": lambda x: (1 - x).sum(),
+    "neg": lambda x: (-x).sum(),
+    "add_tensors": lambda x: (x + x).sum(),
+    "views": lambda x: x.reshape(3, 2).t().expand(2, 2, 3)[:, 1:, ::2].sum(),
+    "cat_split": lambda x: ft.cat(x.split(1, 0), 1).sum(),
+    "unbind_stack": lambda x: ft.stack(x.unbind(1), 0).sum(),
+    "cast": lambda x: x.to(ft.float64).sum(),
+    "cumsum": lambda x: x.cumsum(1).sum(),
+    "clone": lambda x: x.clone().sum(),
+    "select_int": lambda x: x[1].sum(),
+}
+_TWICE_GRAD = {
+    "rsub_scalar": -2.0, "neg": -2.0, "add_tensors": 4.0, "mean_dim": 1.0,
+    "views": [0, 4, 0, 0, 0, 4], "cumsum": [6, 4, 2, 6, 4, 2], "select_int": [0, 0, 0, 2, 2, 2],
+}
+_TWICE_RAISES = {
+    "mul_scalar": lambda x: (x * 2).sum(),
+    "rdiv_scalar": lambda x: (2 / x).sum(),
+    "mul_tensors": lambda x: (x * x).sum(),
+    "exp": lambda x: x.exp().sum(),
+    "pow_half": lambda x: (x**0.5).sum(),
+    "max": lambda x: x.max(),
+    "index_tensor": lambda x: x[ft.tensor([1, 0])].sum(),
+    "add_then_mul": lambda x: ((x + 1) * x).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(_TWICE_OK))
+def test_second_backward_through_nodes_that_saved_nothing(name):
+    x = ft.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+    y = _TWICE_OK[name](x)
+    y.backward()
+    y.backward()
+    expected = np.broadcast_to(np.asarray(_TWICE_GRAD.get(name, 2.0), dtype=np.float64), (6,))
+    np.testing.assert_allclose(x.grad.numpy().ravel(), expected)
+
+
+@pytest.mark.parametrize("name", list(_TWICE_RAISES))
+def test_second_backward_through_a_node_that_saved_a_tensor_raises(name):
+    x = ft.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+    y = _TWICE_RAISES[name](x)
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+# Ops whose derivative is a function of their output save only the output (as PyTorch), so
+# writing into their input afterwards breaks neither backward nor double backward: the
+# second-order graph runs through the saved output. Values from PyTorch 2.x at x = [0.3, 0.6].
+_OUTPUT_ONLY_GRADS = {
+    "exp": ([1.349859, 1.822119], [1.349859, 1.822119]),
+    "tanh": ([0.915137, 0.711578], [-0.533182, -0.764305]),
+    "sigmoid": ([0.244458, 0.228784], [-0.036396, -0.066648]),
+    "sqrt": ([0.912871, 0.645497], [-1.521452, -0.537914]),
+    "rsqrt": ([-3.042903, -1.075829], [15.214515, 2.689572]),
+    "reciprocal": ([-11.111111, -2.777778], [74.074074, 9.259259]),
+    "expm1": ([1.349859, 1.822119], [1.349859, 1.822119]),
+    "exp2": ([0.853364, 1.050615], [0.591507, 0.728231]),
+    "tan": ([1.095689, 1.468043], [0.677873, 2.008685]),
+}
+
+
+@pytest.mark.parametrize("op", list(_OUTPUT_ONLY_GRADS))
+def test_double_backward_of_output_only_ops_survives_inplace_on_input(op):
+    x = ft.tensor([0.3, 0.6], dtype=ft.float64, requires_grad=True)
+    a = x * 1
+    y = getattr(a, op)()
+    a.add_(1)
+    (g,) = ft.autograd.grad(y.sum(), x, create_graph=True)
+    (gg,) = ft.autograd.grad(g.sum(), x)
+    g1, g2 = _OUTPUT_ONLY_GRADS[op]
+    np.testing.assert_allclose(g.detach().numpy(), g1, rtol=1e-5)
+    np.testing.assert_allclose(gg.numpy(), g2, rtol=1e-5)
+
+
+def test_erfinv_saves_its_input():
+    # PyTorch's erfinv backward reads x, so writing into x afterwards is an error
+    x = ft.tensor([0.3, 0.6], dtype=ft.float64, requires_grad=True)
+    a = x * 1
+    y = a.erfinv()
+    a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_output_saved_for_backward_modified_inplace_raises():
+    x = ft.tensor([0.3, 0.6], dtype=ft.float64, requires_grad=True)
+    y = x.exp()
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
 def test_inplace_on_leaf_requiring_grad_raises():
     x = leaf([1.0])
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):

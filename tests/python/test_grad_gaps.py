@@ -583,9 +583,9 @@ OUTPUT_ONLY = {  # op: its derivative as a function of the output y
     "tan": lambda y: 1 + y**2,
     "tanh": lambda y: 1 - y**2,
     "sigmoid": lambda y: y * (1 - y),
-    "erfinv": lambda y: np.exp(y**2) * math.sqrt(math.pi) / 2,
     "reciprocal": lambda y: -(y**2),
 }
+# (erfinv is not among them: PyTorch's formula reads its input, see test_autograd.py)
 
 
 @pytest.mark.parametrize("name", list(OUTPUT_ONLY))
