@@ -70,6 +70,53 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Di
     Ok(out)
 }
 
+/// The memory order of an elementwise result, as PyTorch's TensorIterator chooses it
+/// (`reorder_dimensions`): dims sorted by the operands' strides, the first operand deciding
+/// first (broadcast dims, stride 0, abstain; equal strides put the smaller dim inner), so that
+/// `x.t() * 2` or an op on a channels-last tensor keeps its input's layout. `layouts` are the
+/// operands broadcast to `shape`. Returns the dims outermost first, or `None` when that order
+/// is plain row-major.
+pub fn elementwise_dim_order(shape: &[usize], layouts: &[&Layout]) -> Option<Dims> {
+    let n = shape.len();
+    if n < 2 || layouts.iter().all(|l| l.is_contiguous()) {
+        return None;
+    }
+    // 1: dim a goes outside dim b; -1: inside; 0: undecided.
+    let outer = |a: usize, b: usize| -> i32 {
+        for l in layouts {
+            let (sa, sb) = (l.strides[a], l.strides[b]);
+            if sa == 0 || sb == 0 {
+                continue;
+            }
+            if sa != sb {
+                return if sa > sb { 1 } else { -1 };
+            }
+            if shape[a] > shape[b] {
+                return 1;
+            }
+        }
+        0
+    };
+    // Insertion sort from innermost to outermost, starting from row-major order, moving a dim
+    // only on a decided comparison (PyTorch's algorithm, so ties keep their order).
+    let mut inner_first: Dims = (0..n).rev().collect();
+    for i in 1..n {
+        let mut moving = i;
+        for j in (0..i).rev() {
+            match outer(inner_first[j], inner_first[moving]) {
+                c if c > 0 => {
+                    inner_first.swap(j, moving);
+                    moving = j;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    let order: Dims = inner_first.into_iter().rev().collect();
+    (!order.iter().copied().eq(0..n)).then_some(order)
+}
+
 impl Layout {
     pub fn contiguous(shape: &[usize]) -> Layout {
         Layout {

@@ -593,6 +593,10 @@ impl Tensor {
     }
 
     fn unary_raw(&self, op: UnaryOp) -> Result<Tensor> {
+        in_inputs_layout(op.name(), &[self], |x| x[0].unary_row_major(op))
+    }
+
+    fn unary_row_major(&self, op: UnaryOp) -> Result<Tensor> {
         if self.device().is_cuda() {
             return crate::cuda::ops::unary(self, op);
         }
@@ -798,7 +802,61 @@ fn int_map<T: Element>(t: &Tensor, f: impl Fn(T) -> T + Sync + Send) -> Result<T
 }
 
 /// The shared binary kernel: cast both operands to the compute dtype, broadcast, map.
+/// Run an elementwise kernel (which writes a row-major result) so that the result is laid out
+/// like the inputs, as in PyTorch (see [`crate::layout::elementwise_dim_order`]): the inputs
+/// are viewed in that dim order, the kernel runs on the views (contiguous ones where the
+/// inputs are dense), and its result is viewed back. 0-d inputs are passed as they are.
+fn in_inputs_layout(
+    op: &'static str,
+    inputs: &[&Tensor],
+    kernel: impl FnOnce(&[Tensor]) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let mut layouts = Vec::new();
+    let mut order = None;
+    if inputs.iter().any(|t| t.ndim() >= 2) {
+        let shape = inputs.iter().try_fold(crate::layout::Dims::new(), |s, t| {
+            broadcast_shapes(op, &s, t.shape())
+        })?;
+        for t in inputs {
+            layouts.push(match t.ndim() {
+                0 => None,
+                _ => Some(t.layout().broadcast_to(op, &shape)?),
+            });
+        }
+        let refs: Vec<&crate::layout::Layout> = layouts.iter().flatten().collect();
+        order = crate::layout::elementwise_dim_order(&shape, &refs);
+    }
+    let Some(order) = order else {
+        let owned: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
+        return kernel(&owned);
+    };
+    let viewed: Vec<Tensor> = inputs
+        .iter()
+        .zip(layouts)
+        .map(|(t, l)| match l {
+            Some(l) => t.with_layout(l.permute(&order)),
+            None => (*t).clone(),
+        })
+        .collect();
+    let out = kernel(&viewed)?;
+    let mut back = vec![0usize; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        back[d] = i;
+    }
+    Ok(Tensor::from_parts(
+        out.storage().clone(),
+        out.layout().permute(&back),
+        out.dtype(),
+    ))
+}
+
 fn binary_kernel(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<Tensor> {
+    in_inputs_layout(op.name(), &[a, b], |ab| {
+        binary_kernel_row_major(&ab[0], &ab[1], op, common)
+    })
+}
+
+fn binary_kernel_row_major(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<Tensor> {
     if a.device().is_cuda() || b.device().is_cuda() {
         return crate::cuda::ops::binary(a, b, op, common);
     }

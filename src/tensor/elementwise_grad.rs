@@ -4,8 +4,8 @@
 
 use super::{BinaryOp, Tensor, TensorOrScalar, UnaryOp};
 use crate::autograd::formula::{add, adds, div, mul, muls, neg, rsubs, sub};
-use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, Saves, SavedTensor};
 use crate::autograd::Node;
+use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, SavedTensor, Saves};
 use crate::{Result, Scalar};
 use std::sync::{Arc, OnceLock, Weak};
 

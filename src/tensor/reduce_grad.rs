@@ -5,7 +5,7 @@
 use super::reduce::reduce_mask;
 use super::{BinaryOp, Tensor, UnaryOp};
 pub(crate) use crate::autograd::formula::{add, div, mul, muls, sub};
-use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, Saves, SavedTensor};
+use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, SavedTensor, Saves};
 use crate::{no_grad, DType, Result, Scalar};
 
 /// 1.0 where `a == b`, else 0.0, in `dt` (a constant: no history).

@@ -982,11 +982,6 @@ def test_binary_output_layout_follows_inputs():
     both(lambda m, a: ((a.t() * 1.5).stride(), m.exp(a.t()).stride()), np.ones((2, 3)))
 
 
-test_binary_output_layout_follows_inputs = xfail(
-    "elementwise results are always row-major: (x.t() * 1.5).stride() is (2, 1) where PyTorch "
-    "keeps the input's layout, (1, 3) (native elementwise kernels)")(
-    test_binary_output_layout_follows_inputs)
-
 
 # ----------------------------------------------------------------------------------------------
 # random broadcast shapes and layouts
