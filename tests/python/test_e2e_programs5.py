@@ -627,3 +627,465 @@ def test_crf_nll_and_viterbi_match_torch():
     with ferrotorch.no_grad(), torch.no_grad():
         assert ft_model.crf.viterbi(ft_model(tokens), mask) == \
             pt_model.crf.viterbi(pt_model(pt_tokens), pt_mask)
+
+
+# ---------------------------------------------------------------------------- (f)
+def kmeans(M, x, k, iters=20, generator=None):
+    """k-means++ seeding (multinomial on squared distances), then Lloyd iterations with cdist,
+    argmin and index_add_ / bincount for the new centroids."""
+    n = x.shape[0]
+    first = M.randint(0, n, (1,), generator=generator)
+    centroids = x[first]
+    for _ in range(1, k):
+        d2 = M.cdist(x, centroids).pow(2).min(dim=1).values
+        nxt = M.multinomial(d2 / d2.sum(), 1, generator=generator)
+        centroids = M.cat([centroids, x[nxt]], dim=0)
+    history = []
+    for _ in range(iters):
+        assign = M.cdist(x, centroids).argmin(dim=1)
+        sums = M.zeros_like(centroids).index_add_(0, assign, x)
+        counts = M.bincount(assign, minlength=k).clamp(min=1).unsqueeze(1).to(x.dtype)
+        new = sums / counts
+        inertia = (x - new[assign]).pow(2).sum().item()
+        history.append(inertia)
+        if M.allclose(new, centroids):
+            break
+        centroids = new
+    return centroids, assign, history
+
+
+def _gaussian_blobs(M, centers, n_per=40, std=0.3, seed=0):
+    g = M.Generator().manual_seed(seed)
+    c = M.tensor(centers)
+    pts = [c[i] + std * M.randn(n_per, c.shape[1], generator=g) for i in range(len(centers))]
+    labels = M.arange(len(centers)).repeat_interleave(n_per)
+    return M.cat(pts), labels
+
+
+def test_kmeans_plus_plus_recovers_blobs():
+    M = ferrotorch
+    centers = [[0.0, 0.0], [4.0, 0.0], [0.0, 4.0], [4.0, 4.0]]
+    x, labels = _gaussian_blobs(M, centers)
+    centroids, assign, history = kmeans(M, x, 4, generator=M.Generator().manual_seed(5))
+    assert all(a >= b - 1e-4 for a, b in zip(history, history[1:]))  # inertia never grows
+    # each true blob maps to exactly one cluster, and the centroids sit on the true centers
+    mapping = {int(labels[i]): int(assign[i]) for i in range(len(labels))}
+    assert len(set(mapping.values())) == 4
+    for i in range(len(labels)):
+        assert int(assign[i]) == mapping[int(labels[i])]
+    ordered = centroids[M.tensor([mapping[i] for i in range(4)])]
+    assert (ordered - M.tensor(centers)).abs().max().item() < 0.15
+    # reproducible with the same generator seed
+    again, _, _ = kmeans(M, x, 4, generator=M.Generator().manual_seed(5))
+    assert M.equal(again, centroids)
+
+
+def test_kmeans_lloyd_steps_match_torch():
+    torch = _torch()
+    x, _ = _gaussian_blobs(ferrotorch, [[0.0, 0.0], [3.0, 1.0], [1.0, 3.0]], n_per=20, std=0.8)
+    xs = _np(x)
+    init = xs[[0, 20, 40]]
+
+    def lloyd(M, x, centroids, iters=5):
+        for _ in range(iters):
+            assign = M.cdist(x, centroids).argmin(dim=1)
+            sums = M.zeros_like(centroids).index_add_(0, assign, x)
+            counts = M.bincount(assign, minlength=3).clamp(min=1).unsqueeze(1).to(x.dtype)
+            centroids = sums / counts
+        return centroids, assign
+
+    ft_c, ft_a = lloyd(ferrotorch, ferrotorch.from_numpy(xs), ferrotorch.from_numpy(init))
+    pt_c, pt_a = lloyd(torch, torch.from_numpy(xs), torch.from_numpy(init))
+    assert ft_a.tolist() == pt_a.tolist()
+    _close(ft_c, pt_c, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (g)
+def graph_nets(M):
+    nn = M.nn
+    F = nn.functional
+
+    class SAGEConv(nn.Module):
+        """GraphSAGE: h_i' = W_self h_i + W_nb AGG_{j -> i} h_j with a mean or max aggregator
+        (scatter_reduce with include_self=False)."""
+
+        def __init__(self, d_in, d_out, aggr="mean"):
+            super().__init__()
+            self.aggr = aggr
+            self.lin_self = nn.Linear(d_in, d_out)
+            self.lin_nb = nn.Linear(d_in, d_out, bias=False)
+
+        def forward(self, h, edge_index):
+            src, dst = edge_index
+            idx = dst.unsqueeze(1).expand(-1, h.shape[1])
+            reduce = "amax" if self.aggr == "max" else "mean"
+            agg = h.new_zeros(h.shape).scatter_reduce(0, idx, h[src], reduce=reduce,
+                                                      include_self=False)
+            return self.lin_self(h) + self.lin_nb(agg)
+
+    class GATConv(nn.Module):
+        """One-head graph attention: edge scores, a softmax over each node's incoming edges
+        (subtracting the per-node max via scatter_reduce, normalising with index_add_)."""
+
+        def __init__(self, d_in, d_out):
+            super().__init__()
+            self.lin = nn.Linear(d_in, d_out, bias=False)
+            self.att_src = nn.Parameter(M.randn(d_out) * 0.1)
+            self.att_dst = nn.Parameter(M.randn(d_out) * 0.1)
+
+        def forward(self, h, edge_index):
+            src, dst = edge_index
+            n = h.shape[0]
+            z = self.lin(h)
+            e = F.leaky_relu((z * self.att_src).sum(-1)[src] + (z * self.att_dst).sum(-1)[dst],
+                             0.2)
+            e_max = e.new_full((n,), -1e9).scatter_reduce(0, dst, e, reduce="amax")
+            w = (e - e_max[dst]).exp()
+            denom = w.new_zeros(n).index_add_(0, dst, w)
+            alpha = w / denom[dst]
+            out = z.new_zeros(n, z.shape[1]).index_add_(0, dst, alpha.unsqueeze(1) * z[src])
+            return out, alpha
+
+    class Net(nn.Module):
+        def __init__(self, d_in, hidden, n_cls):
+            super().__init__()
+            self.sage = SAGEConv(d_in, hidden, aggr="max")
+            self.gat = GATConv(hidden, hidden)
+            self.sage2 = SAGEConv(hidden, n_cls, aggr="mean")
+
+        def forward(self, x, edge_index):
+            h = F.relu(self.sage(x, edge_index))
+            g, alpha = self.gat(h, edge_index)
+            return self.sage2(F.elu(g) + h, edge_index), alpha
+
+    return Net
+
+
+def _ring_of_cliques(M):
+    """Three 6-node cliques joined in a ring by single edges; node features are noise except
+    for a one-hot 'role' on one labelled node per clique. Self loops included."""
+    g = M.Generator().manual_seed(0)
+    edges = []
+    for c in range(3):
+        nodes = range(6 * c, 6 * c + 6)
+        edges += [(i, j) for i in nodes for j in nodes]
+    for c in range(3):
+        a, b = 6 * c + 5, (6 * (c + 1)) % 18
+        edges += [(a, b), (b, a)]
+    edge_index = M.tensor(edges).t().contiguous()
+    x = 0.1 * M.randn(18, 4, generator=g)
+    labels = M.arange(3).repeat_interleave(6)
+    train_mask = M.zeros(18, dtype=M.bool)
+    for c in range(3):
+        x[6 * c + 2, c] += 1.0
+        train_mask[6 * c + 2] = True
+    return x, edge_index, labels, train_mask
+
+
+def test_graphsage_and_gat_message_passing():
+    M = ferrotorch
+    M.manual_seed(0)
+    x, edge_index, labels, train_mask = _ring_of_cliques(M)
+    model = graph_nets(M)(4, 16, 3)
+    opt = M.optim.Adam(model.parameters(), lr=0.02, weight_decay=5e-4)
+    for epoch in range(100):
+        opt.zero_grad()
+        out, alpha = model(x, edge_index)
+        loss = M.nn.functional.cross_entropy(out[train_mask], labels[train_mask])
+        loss.backward()
+        opt.step()
+    model.eval()
+    with M.no_grad():
+        out, alpha = model(x, edge_index)
+    acc = (out.argmax(1) == labels).float().mean().item()
+    assert acc > 0.9, acc  # only 3 of 18 nodes were labelled
+    # attention weights over each node's incoming edges sum to one
+    per_node = M.zeros(18).index_add_(0, edge_index[1], alpha)
+    _close(per_node, M.ones(18), rtol=1e-5)
+    assert (alpha > 0).all()
+
+
+def test_graph_nets_match_torch():
+    torch = _torch()
+    ferrotorch.manual_seed(2)
+    ft_model = graph_nets(ferrotorch)(4, 8, 3)
+    pt_model = graph_nets(torch)(4, 8, 3)
+    _copy_weights(ft_model, pt_model, torch)
+    x, edge_index, labels, _ = _ring_of_cliques(ferrotorch)
+    pt_x = torch.from_numpy(_np(x).copy()).requires_grad_()
+    ft_x = x.clone().requires_grad_()
+    pt_ei = torch.from_numpy(_np(edge_index).copy())
+    ft_out, ft_alpha = ft_model(ft_x, edge_index)
+    pt_out, pt_alpha = pt_model(pt_x, pt_ei)
+    _close(ft_out, pt_out, rtol=1e-4, atol=1e-5)
+    _close(ft_alpha, pt_alpha, rtol=1e-4, atol=1e-6)
+    ferrotorch.nn.functional.cross_entropy(ft_out, labels).backward()
+    torch.nn.functional.cross_entropy(pt_out, torch.from_numpy(_np(labels).copy())).backward()
+    _close(ft_x.grad, pt_x.grad, rtol=1e-4, atol=1e-6)
+    for (name, a), b in zip(ft_model.named_parameters(), pt_model.parameters()):
+        _close(a.grad, b.grad, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (h)
+def char_model(M):
+    nn = M.nn
+
+    class CharGRU(nn.Module):
+        def __init__(self, vocab, dim=24):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.rnn = nn.GRU(dim, dim, batch_first=True)
+            self.out = nn.Linear(dim, vocab)
+
+        def forward(self, x, h=None):
+            y, h = self.rnn(self.embed(x), h)
+            return self.out(y), h
+
+        @M.no_grad()
+        def sample(self, start, steps, temperature=1.0, generator=None):
+            """Autoregressive sampling, one token at a time, carrying the hidden state."""
+            tokens = start
+            logits, h = self(start)
+            for _ in range(steps):
+                probs = (logits[:, -1] / temperature).softmax(-1)
+                nxt = M.multinomial(probs, 1, generator=generator)
+                tokens = M.cat([tokens, nxt], dim=1)
+                logits, h = self(nxt, h)
+            return tokens
+
+    return CharGRU
+
+
+_TRANSITIONS = np.array([[0.0, 0.8, 0.2, 0.0],
+                         [0.0, 0.0, 0.5, 0.5],
+                         [0.9, 0.0, 0.0, 0.1],
+                         [1.0, 0.0, 0.0, 0.0]])
+
+
+def _markov_chains(M, n=64, T=20, seed=0):
+    g = M.Generator().manual_seed(seed)
+    P = M.tensor(_TRANSITIONS, dtype=M.float32)
+    state = M.randint(0, 4, (n,), generator=g)
+    seq = [state]
+    for _ in range(T - 1):
+        state = M.multinomial(P[state], 1, generator=g).squeeze(1)
+        seq.append(state)
+    return M.stack(seq, dim=1)
+
+
+def test_autoregressive_sampler_multinomial_and_generators():
+    M = ferrotorch
+    M.manual_seed(0)
+    data = _markov_chains(M)
+    # the sampled chains only use allowed transitions, with about the right frequencies
+    pairs = data[:, :-1] * 4 + data[:, 1:]
+    counts = M.bincount(pairs.flatten(), minlength=16).reshape(4, 4).float()
+    emp = counts / counts.sum(1, keepdim=True)
+    assert (counts[M.tensor(_TRANSITIONS) == 0] == 0).all()
+    assert (emp - M.tensor(_TRANSITIONS, dtype=M.float32)).abs().max().item() < 0.12
+
+    model = char_model(M)(4)
+    opt = M.optim.Adam(model.parameters(), lr=0.02)
+    for step in range(120):
+        logits, _ = model(data[:, :-1])
+        loss = M.nn.functional.cross_entropy(logits.reshape(-1, 4), data[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    entropy = -(_TRANSITIONS * np.log(np.where(_TRANSITIONS > 0, _TRANSITIONS, 1))).sum(1)
+    assert loss.item() < entropy.mean() + 0.15  # close to the chain's own entropy rate
+
+    start = M.tensor([[0], [1], [2], [3]])
+    a = model.sample(start, 30, generator=M.Generator().manual_seed(7))
+    b = model.sample(start, 30, generator=M.Generator().manual_seed(7))
+    c = model.sample(start, 30, generator=M.Generator().manual_seed(8))
+    assert M.equal(a, b) and not M.equal(a, c)
+    assert a.shape == (4, 31) and not a.requires_grad
+    nxt = (a[:, :-1] * 4 + a[:, 1:]).flatten()
+    allowed = M.tensor(_TRANSITIONS.flatten() > 0)
+    assert allowed[nxt].float().mean().item() > 0.97
+    # greedy decoding (temperature -> 0) follows the most likely transitions 2 -> 0 -> 1
+    greedy = model.sample(M.tensor([[2]]), 6, temperature=1e-3,
+                          generator=M.Generator().manual_seed(0))
+    assert greedy[0, 1:3].tolist() == [0, 1]
+
+    # the global generator: fork_rng leaves the outer stream untouched, states round-trip
+    M.manual_seed(123)
+    state = M.get_rng_state()
+    with M.random.fork_rng():
+        M.manual_seed(0)
+        M.rand(10)
+    x1 = M.multinomial(M.ones(10), 10)
+    M.set_rng_state(state)
+    x2 = M.multinomial(M.ones(10), 10)
+    assert M.equal(x1, x2) and sorted(x1.tolist()) == list(range(10))
+    with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
+        M.multinomial(M.ones(3), 4)
+
+
+def test_char_model_logits_match_torch():
+    torch = _torch()
+    ferrotorch.manual_seed(4)
+    ft_model = char_model(ferrotorch)(4)
+    pt_model = char_model(torch)(4)
+    _copy_weights(ft_model, pt_model, torch)
+    data = _np(_markov_chains(ferrotorch, n=5, T=9))
+    ft_logits, ft_h = ft_model(ferrotorch.from_numpy(data))
+    pt_logits, pt_h = pt_model(torch.from_numpy(data))
+    _close(ft_logits, pt_logits, rtol=1e-4, atol=1e-5)
+    _close(ft_h, pt_h, rtol=1e-4, atol=1e-5)
+    # a carried hidden state continues the same computation
+    ft_a, ft_ha = ft_model(ferrotorch.from_numpy(data[:, :4]))
+    ft_b, _ = ft_model(ferrotorch.from_numpy(data[:, 4:]), ft_ha)
+    _close(ferrotorch.cat([ft_a, ft_b], 1), pt_logits, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (i)
+def custom_functions(M):
+    F = M.autograd.Function
+
+    class Sparsemax(F):
+        """Sparsemax (Martins & Astudillo 2016) over the last dim, with its closed-form
+        backward: g - mean of g over the support, zero off the support."""
+
+        @staticmethod
+        def forward(ctx, z):
+            zs, _ = z.sort(dim=-1, descending=True)
+            k = M.arange(1, z.shape[-1] + 1, dtype=z.dtype)
+            cums = zs.cumsum(-1)
+            support = (1 + k * zs) > cums
+            k_z = support.sum(-1, keepdim=True)
+            tau = (cums.gather(-1, k_z - 1) - 1) / k_z.to(z.dtype)
+            out = (z - tau).clamp(min=0)
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            supp = (out > 0).to(g.dtype)
+            v = (g * supp).sum(-1, keepdim=True) / supp.sum(-1, keepdim=True)
+            return supp * (g - v)
+
+    class SortWithIndices(F):
+        """Returns the indices too, marked non-differentiable."""
+
+        @staticmethod
+        def forward(ctx, x):
+            values, idx = x.sort(dim=-1)
+            ctx.save_for_backward(idx)
+            ctx.mark_non_differentiable(idx)
+            return values, idx
+
+        @staticmethod
+        def backward(ctx, g_values, g_idx):
+            (idx,) = ctx.saved_tensors
+            return M.zeros_like(g_values).scatter_(-1, idx, g_values)
+
+    class ScaledAdd(F):
+        """forward(*args) + setup_context style; gradients only where needs_input_grad."""
+
+        @staticmethod
+        def forward(a, b, alpha=2.0):
+            return a + alpha * b
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.alpha = inputs[2]
+
+        @staticmethod
+        def backward(ctx, g):
+            ga = g if ctx.needs_input_grad[0] else None
+            gb = g * ctx.alpha if ctx.needs_input_grad[1] else None
+            return ga, gb, None
+
+    class ClampInPlace(F):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x.abs() < 1)
+            return x.clamp_(-1, 1)
+
+        @staticmethod
+        @M.autograd.function.once_differentiable
+        def backward(ctx, g):
+            (inside,) = ctx.saved_tensors
+            return g * inside
+
+    return Sparsemax, SortWithIndices, ScaledAdd, ClampInPlace
+
+
+def test_custom_autograd_functions_sparsemax_attention():
+    M = ferrotorch
+    Sparsemax, SortWithIndices, ScaledAdd, ClampInPlace = custom_functions(M)
+    z = M.tensor([[2.0, 1.0, 0.1, -1.0], [0.5, 0.5, 0.5, 0.5]], dtype=M.float64)
+    p = Sparsemax.apply(z)
+    _close(p, M.tensor([[1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]], dtype=M.float64))
+    zz = M.randn(3, 5, dtype=M.float64, requires_grad=True)
+    assert M.autograd.gradcheck(Sparsemax.apply, (zz,))
+
+    # sparsemax attention pooling learns to put all its weight on the one relevant position
+    M.manual_seed(0)
+    key = M.nn.Linear(3, 1)
+    opt = M.optim.Adam(key.parameters(), lr=0.05)
+    x = M.randn(64, 6, 3)
+    flag = M.randint(0, 6, (64,))
+    x[M.arange(64), flag, 0] = 4.0  # the relevant item carries a marker feature
+    target = x[M.arange(64), flag, 1]
+    for step in range(250):
+        attn = Sparsemax.apply(key(x).squeeze(-1))
+        pred = (attn.unsqueeze(-1) * x).sum(1)[:, 1]
+        loss = (pred - target).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 1e-3
+    assert (attn.argmax(1) == flag).all() and (attn.max(1).values > 0.99).float().mean() > 0.95
+    assert (attn == 0).float().mean().item() > 0.8  # exactly sparse, unlike softmax
+
+    x = M.tensor([[3.0, 1.0, 2.0]], requires_grad=True)
+    values, idx = SortWithIndices.apply(x)
+    assert values.requires_grad and not idx.requires_grad and idx.tolist() == [[1, 2, 0]]
+    (values * M.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [[3.0, 1.0, 2.0]]
+
+    a = M.ones(2, requires_grad=True)
+    b = M.ones(2)
+    out = ScaledAdd.apply(a, b)
+    assert out.tolist() == [3.0, 3.0] and out.grad_fn.name() == "ScaledAddBackward"
+    out.sum().backward()
+    assert a.grad.tolist() == [1.0, 1.0] and b.grad is None
+    b.requires_grad_()
+    ga, gb = M.autograd.grad(ScaledAdd.apply(a, b, 5.0).sum(), [a, b])
+    assert gb.tolist() == [5.0, 5.0]
+
+    w = M.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    h = w * 1.0
+    c = ClampInPlace.apply(h)
+    assert c.tolist() == [-1.0, 0.5, 1.0] and h._version > 0
+    (c * M.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert w.grad.tolist() == [0.0, 2.0, 0.0]
+    h = w * 1.0
+    (g,) = M.autograd.grad(ClampInPlace.apply(h), w, grad_outputs=M.ones(3, requires_grad=True),
+                           create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        g.sum().backward()
+
+
+def test_custom_functions_match_torch():
+    torch = _torch()
+    zs = np.random.default_rng(0).normal(size=(4, 7))
+    ft_z = ferrotorch.from_numpy(zs.copy()).requires_grad_()
+    pt_z = torch.from_numpy(zs.copy()).requires_grad_()
+    ft_p = custom_functions(ferrotorch)[0].apply(ft_z)
+    pt_p = custom_functions(torch)[0].apply(pt_z)
+    _close(ft_p, pt_p)
+    w = np.arange(7.0)
+    (ft_p * ferrotorch.from_numpy(w)).sum().backward()
+    (pt_p * torch.from_numpy(w)).sum().backward()
+    _close(ft_z.grad, pt_z.grad)
+    for M, z in ((ferrotorch, ft_z), (torch, pt_z)):
+        clamp = custom_functions(M)[3]
+        h = z.detach().clone().requires_grad_() * 1.0
+        (g,) = M.autograd.grad(clamp.apply(h), h, grad_outputs=M.ones_like(h), create_graph=True)
+        assert not g.requires_grad  # constant grad_outputs: nothing to differentiate again
