@@ -604,3 +604,33 @@ def test_once_differentiable_backward_runs_without_grad_and_refuses_double_backw
     with pytest.raises(RuntimeError, match="differentiate twice a function that was marked "
                                            "with @once_differentiable"):
         ft.autograd.grad(g, x)
+
+
+def test_grad_mode_decorated_generator_functions_set_the_mode_only_inside_the_body():
+    x = ft.ones(1, requires_grad=True)
+
+    @ft.no_grad
+    def bare():
+        yield x * 2
+        assert not ft.is_grad_enabled()
+        yield x * 3
+
+    @ft.inference_mode()
+    def echo():
+        received = yield x * 2
+        yield received
+
+    seen = []
+    for t in bare():
+        seen.append((t.requires_grad, ft.is_grad_enabled()))
+    assert seen == [(False, True), (False, True)]
+    gen = echo()
+    assert not next(gen).requires_grad and not ft.is_inference_mode_enabled()
+    assert gen.send(7) == 7
+
+    @ft.enable_grad()
+    def inside_no_grad():
+        yield x * 2
+
+    with ft.no_grad():
+        assert next(inside_no_grad()).requires_grad
