@@ -1265,3 +1265,180 @@ def test_inplace_on_unbind_outputs_is_refused():
     rows = (a * 2).unbind(0)
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         rows[0].add_(1)
+
+
+# ---------------------------------------------------------------------------- (l)
+def clip_model(M):
+    nn = M.nn
+    F = nn.functional
+
+    class TwoTower(nn.Module):
+        """CLIP: two encoders into a shared space, a learnable temperature kept as a log and
+        clamped, the symmetric InfoNCE loss written with logsumexp."""
+
+        def __init__(self, d_a, d_b, d=8):
+            super().__init__()
+            self.enc_a = nn.Sequential(nn.Linear(d_a, 32), nn.GELU(), nn.Linear(32, d))
+            self.enc_b = nn.Sequential(nn.Linear(d_b, 32), nn.GELU(), nn.Linear(32, d))
+            self.logit_scale = nn.Parameter(M.tensor(math.log(1 / 0.07)))
+
+        def forward(self, a, b):
+            za = F.normalize(self.enc_a(a), dim=-1)
+            zb = F.normalize(self.enc_b(b), dim=-1)
+            return self.logit_scale.clamp(max=math.log(100)).exp() * za @ zb.t()
+
+    def clip_loss(logits):
+        idx = M.arange(logits.shape[0])
+        diag = logits.diagonal()
+        loss_a = (M.logsumexp(logits, dim=1) - diag).mean()
+        loss_b = (M.logsumexp(logits, dim=0) - diag).mean()
+        return (loss_a + loss_b) / 2, F.cross_entropy(logits, idx), F.cross_entropy(logits.t(),
+                                                                                   idx)
+
+    return TwoTower, clip_loss
+
+
+def _paired_views(M, n, seed):
+    """Paired 'image' / 'text' views of the same latent through two fixed random maps."""
+    g = M.Generator().manual_seed(seed)
+    z = M.randn(n, 4, generator=g)
+    A = M.randn(4, 10, generator=M.Generator().manual_seed(100))
+    B = M.randn(4, 6, generator=M.Generator().manual_seed(101))
+    return (M.tanh(z @ A) + 0.05 * M.randn(n, 10, generator=g),
+            (z @ B) ** 3 / 10 + 0.05 * M.randn(n, 6, generator=g))
+
+
+def test_clip_symmetric_contrastive_retrieval():
+    M = ferrotorch
+    M.manual_seed(0)
+    TwoTower, clip_loss = clip_model(M)
+    model = TwoTower(10, 6)
+    opt = M.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    for step in range(600):
+        a, b = _paired_views(M, 64, seed=step)
+        loss, ce_a, ce_b = clip_loss(model(a, b))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    _close(loss, (ce_a + ce_b) / 2, rtol=1e-5)  # logsumexp form == cross-entropy form
+    assert model.logit_scale.item() > math.log(1 / 0.07)  # the temperature sharpened
+    model.eval()
+    with M.no_grad():
+        a, b = _paired_views(M, 32, seed=10_000)  # held out
+        logits = model(a, b)
+    top1 = (logits.argmax(1) == M.arange(32)).float().mean().item()
+    top5 = (logits.topk(5, dim=1).indices == M.arange(32).unsqueeze(1)).any(1).float().mean()
+    assert top1 > 0.6 and top5.item() > 0.9  # chance: 1/32, 5/32
+
+
+def test_clip_loss_and_grads_match_torch():
+    torch = _torch()
+    ferrotorch.manual_seed(5)
+    ft_model = clip_model(ferrotorch)[0](10, 6)
+    pt_model = clip_model(torch)[0](10, 6)
+    _copy_weights(ft_model, pt_model, torch)
+    a, b = (_np(t) for t in _paired_views(ferrotorch, 16, 0))
+    ft_loss = clip_model(ferrotorch)[1](ft_model(ferrotorch.from_numpy(a),
+                                                 ferrotorch.from_numpy(b)))[0]
+    pt_loss = clip_model(torch)[1](pt_model(torch.from_numpy(a), torch.from_numpy(b)))[0]
+    _close(ft_loss, pt_loss, rtol=1e-5)
+    ft_loss.backward()
+    pt_loss.backward()
+    for (name, p), q in zip(ft_model.named_parameters(), pt_model.parameters()):
+        _close(p.grad, q.grad, rtol=1e-3, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (m)
+def relpos_attention(M):
+    nn = M.nn
+
+    class RelPosSelfAttention(nn.Module):
+        """Multi-head self-attention written with einsum, a learned relative-position bias
+        (T5 style, a table indexed by clipped offsets) and a causal mask."""
+
+        def __init__(self, dim, heads, max_rel=4):
+            super().__init__()
+            self.heads = heads
+            self.max_rel = max_rel
+            self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+            self.proj = nn.Linear(dim, dim)
+            self.rel_bias = nn.Embedding(2 * max_rel + 1, heads)
+
+        def forward(self, x):
+            B, T, D = x.shape
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            q, k, v = (t.reshape(B, T, self.heads, D // self.heads) for t in (q, k, v))
+            scores = M.einsum("bihd,bjhd->bhij", q, k) / math.sqrt(D // self.heads)
+            pos = M.arange(T)
+            rel = (pos[None, :] - pos[:, None]).clamp(-self.max_rel, self.max_rel) + self.max_rel
+            scores = scores + self.rel_bias(rel).permute(2, 0, 1).unsqueeze(0)
+            causal = M.ones(T, T, dtype=M.bool).triu(1)
+            scores = scores.masked_fill(causal, float("-inf"))
+            attn = scores.softmax(-1)
+            out = M.einsum("bhij,bjhd->bihd", attn, v).reshape(B, T, D)
+            return self.proj(out), attn
+
+    class Model(nn.Module):
+        def __init__(self, vocab, dim=16, heads=2):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)  # no absolute positions at all
+            self.attn = RelPosSelfAttention(dim, heads)
+            self.norm = nn.LayerNorm(dim)
+            self.out = nn.Linear(dim, vocab)
+
+        def forward(self, x):
+            h = self.embed(x)
+            a, attn = self.attn(h)
+            return self.out(self.norm(h + a)), attn
+
+    return Model
+
+
+def test_einsum_attention_relative_position_bias_learns_lag():
+    """Predict the token seen 3 steps ago: only the relative-position bias can find it."""
+    M = ferrotorch
+    M.manual_seed(0)
+    model = relpos_attention(M)(8)
+    opt = M.optim.Adam(model.parameters(), lr=0.01)
+    for step in range(250):
+        x = M.randint(0, 8, (32, 12))
+        logits, attn = model(x)
+        loss = M.nn.functional.cross_entropy(logits[:, 3:].reshape(-1, 8), x[:, :-3].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.1
+    x = M.randint(0, 8, (4, 12))
+    with M.no_grad():
+        logits, attn = model(x)
+    assert (logits[:, 3:].argmax(-1) == x[:, :-3]).all()
+    # causal: no weight on the future; some head puts its weight at offset -3
+    assert attn.triu(1).abs().max().item() == 0.0
+    _close(attn.sum(-1), M.ones(4, 2, 12))
+    lag3 = attn[..., 6:, :].diagonal(offset=3, dim1=-2, dim2=-1)  # (i, i - 3) pairs
+    assert lag3.mean(-1).max().item() > 0.5  # uniform causal attention: about 0.1
+
+
+def test_relpos_attention_matches_torch_and_sdpa():
+    torch = _torch()
+    ferrotorch.manual_seed(2)
+    ft_model = relpos_attention(ferrotorch)(8)
+    pt_model = relpos_attention(torch)(8)
+    _copy_weights(ft_model, pt_model, torch)
+    x = np.random.default_rng(0).integers(0, 8, (3, 10))
+    ft_logits, ft_attn = ft_model(ferrotorch.from_numpy(x))
+    pt_logits, pt_attn = pt_model(torch.from_numpy(x))
+    _close(ft_logits, pt_logits, rtol=1e-4, atol=1e-5)
+    _close(ft_attn, pt_attn, rtol=1e-4, atol=1e-6)
+    ft_logits.sum().backward()
+    pt_logits.sum().backward()
+    _close(ft_model.attn.rel_bias.weight.grad, pt_model.attn.rel_bias.weight.grad, rtol=1e-3,
+           atol=1e-5)
+    # the same attention through scaled_dot_product_attention with a float mask
+    M = ferrotorch
+    q, k, v = (M.randn(2, 2, 5, 4) for _ in range(3))
+    bias = M.randn(2, 5, 5).masked_fill(M.ones(5, 5, dtype=M.bool).triu(1), float("-inf"))
+    ref = M.einsum("bhij,bhjd->bhid",
+                   (M.einsum("bhid,bhjd->bhij", q, k) / 2 + bias).softmax(-1), v)
+    _close(M.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias), ref,
+           rtol=1e-5, atol=1e-6)
