@@ -1442,3 +1442,236 @@ def test_relpos_attention_matches_torch_and_sdpa():
                    (M.einsum("bhid,bhjd->bhij", q, k) / 2 + bias).softmax(-1), v)
     _close(M.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias), ref,
            rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (n)
+def word_lm(M):
+    nn = M.nn
+
+    class RNNModel(nn.Module):
+        """The word_language_model example: embedding, dropout, a 2-layer LSTM, tied decoder."""
+
+        def __init__(self, ntoken, ninp=24, nlayers=2, dropout=0.1):
+            super().__init__()
+            self.drop = nn.Dropout(dropout)
+            self.encoder = nn.Embedding(ntoken, ninp)
+            self.rnn = nn.LSTM(ninp, ninp, nlayers, dropout=dropout)
+            self.decoder = nn.Linear(ninp, ntoken)
+            self.decoder.weight = self.encoder.weight  # weight tying
+            self.nlayers, self.nhid = nlayers, ninp
+
+        def forward(self, input, hidden):
+            emb = self.drop(self.encoder(input))
+            output, hidden = self.rnn(emb, hidden)
+            return self.decoder(self.drop(output)), hidden
+
+        def init_hidden(self, bsz):
+            weight = next(self.parameters())
+            return (weight.new_zeros(self.nlayers, bsz, self.nhid),
+                    weight.new_zeros(self.nlayers, bsz, self.nhid))
+
+    def repackage_hidden(h):
+        """Wraps hidden states in new Tensors, to detach them from their history."""
+        if isinstance(h, M.Tensor):
+            return h.detach()
+        return tuple(repackage_hidden(v) for v in h)
+
+    def batchify(data, bsz):
+        nbatch = data.size(0) // bsz
+        data = data.narrow(0, 0, nbatch * bsz)
+        return data.view(bsz, -1).t().contiguous()
+
+    def get_batch(source, i, bptt):
+        seq_len = min(bptt, len(source) - 1 - i)
+        return source[i:i + seq_len], source[i + 1:i + 1 + seq_len].view(-1)
+
+    return RNNModel, repackage_hidden, batchify, get_batch
+
+
+def _corpus(M, n=2400):
+    """A 'grammar' over 10 words: 0 is followed by 1 or 2, 1 -> 3, 2 -> 4, then a digit run
+    5 6 7 8 9 back to 0 (so long-range state matters for predicting after 3 / 4)."""
+    g = M.Generator().manual_seed(0)
+    out = []
+    while len(out) < n:
+        out.append(0)
+        if int(M.randint(0, 2, (1,), generator=g)):
+            out += [1, 3]
+        else:
+            out += [2, 4]
+        out += [5, 6, 7, 8, 9]
+    return M.tensor(out[:n])
+
+
+def test_word_language_model_truncated_bptt():
+    M = ferrotorch
+    RNNModel, repackage_hidden, batchify, get_batch = word_lm(M)
+    M.manual_seed(0)
+    train_data = batchify(_corpus(M), 20)  # (120, 20)
+    model = RNNModel(10)
+    assert model.decoder.weight is model.encoder.weight
+    n_params = sum(p.numel() for p in model.parameters())
+    assert n_params == M.nn.utils.parameters_to_vector(model.parameters()).numel()
+    criterion = M.nn.CrossEntropyLoss()
+    lr, bptt, clip = 5.0, 12, 0.25
+    norms = []
+
+    def train_epoch():
+        model.train()
+        hidden = model.init_hidden(20)
+        total = 0.0
+        for batch, i in enumerate(range(0, train_data.size(0) - 1, bptt)):
+            data, targets = get_batch(train_data, i, bptt)
+            hidden = repackage_hidden(hidden)
+            model.zero_grad()
+            output, hidden = model(data, hidden)
+            loss = criterion(output.view(-1, 10), targets)
+            loss.backward()
+            norms.append(M.nn.utils.clip_grad_norm_(model.parameters(), clip, foreach=True))
+            for p in model.parameters():  # the example's hand-written SGD step
+                p.data.add_(p.grad, alpha=-lr)
+            total += loss.item()
+        return total / (batch + 1)
+
+    before = M.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+    losses = [train_epoch() for epoch in range(6)]
+    after = M.nn.utils.parameters_to_vector(model.parameters()).detach()
+    assert (after - before).norm().item() > 1.0
+    assert losses[-1] < losses[0] / 2
+    # after the run-in, only "0 -> 1 or 2" is uncertain: 1 of 8 steps carries log 2
+    assert losses[-1] < math.log(2) / 8 + 0.15, losses
+    assert all(n.ndim == 0 for n in norms) and max(n.item() for n in norms) > clip
+
+    # save the model and optimizer state the usual way and evaluate the restored copy
+    opt = M.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)  # (fine-tuning from here)
+    model.zero_grad()
+    data, targets = get_batch(train_data, 0, bptt)
+    criterion(model(data, model.init_hidden(20))[0].view(-1, 10), targets).backward()
+    opt.step()
+    buf = io.BytesIO()
+    M.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 6}, buf)
+    buf.seek(0)
+    ckpt = M.load(buf)  # weights_only=True by default: plain containers only
+    restored = RNNModel(10)
+    restored.load_state_dict(ckpt["model"])
+    assert restored.decoder.weight is restored.encoder.weight  # tying survives loading
+    opt2 = M.optim.SGD(restored.parameters(), lr=1e-3, momentum=0.9)
+    opt2.load_state_dict(ckpt["optimizer"])
+    assert ckpt["epoch"] == 6 and len(opt2.state) == len(opt.state) > 0
+    model.eval()
+    restored.eval()
+    with M.no_grad():
+        data, targets = get_batch(train_data, 0, 24)
+        out1, _ = model(data, model.init_hidden(20))
+        out2, _ = restored(data, restored.init_hidden(20))
+    assert M.equal(out1, out2)
+    pred = out1.view(-1, 10).argmax(1)
+    # the deterministic successors are predicted (1 -> 3, 2 -> 4, 5 -> 6, ...)
+    det = (data.view(-1) != 0)
+    assert (pred[det] == targets[det]).float().mean().item() > 0.97
+
+
+def test_word_language_model_matches_torch():
+    torch = _torch()
+    ferrotorch.manual_seed(3)
+    ft_model = word_lm(ferrotorch)[0](10, dropout=0.0)
+    pt_model = word_lm(torch)[0](10, dropout=0.0)
+    _copy_weights(ft_model, pt_model, torch)
+    data = _np(_corpus(ferrotorch, 60)).reshape(6, 10)
+    ft_h = ft_model.init_hidden(10)
+    pt_h = pt_model.init_hidden(10)
+    for chunk in (data[:3], data[3:]):  # two truncated-BPTT chunks carrying the state
+        ft_h = word_lm(ferrotorch)[1](ft_h)
+        pt_h = word_lm(torch)[1](pt_h)
+        ft_out, ft_h = ft_model(ferrotorch.from_numpy(chunk), ft_h)
+        pt_out, pt_h = pt_model(torch.from_numpy(chunk), pt_h)
+        _close(ft_out, pt_out, rtol=1e-4, atol=1e-5)
+    ft_out.logsumexp(-1).sum().backward()
+    pt_out.logsumexp(-1).sum().backward()
+    ft_norm = ferrotorch.nn.utils.clip_grad_norm_(ft_model.parameters(), 0.1, foreach=True)
+    pt_norm = torch.nn.utils.clip_grad_norm_(pt_model.parameters(), 0.1, foreach=True)
+    _close(ft_norm, pt_norm, rtol=1e-4)
+    _close(ferrotorch.nn.utils.parameters_to_vector(p.grad for p in ft_model.parameters()),
+           torch.nn.utils.parameters_to_vector(p.grad for p in pt_model.parameters()),
+           rtol=1e-3, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (o)
+def describe_graph(M, output, params):
+    """What torchviz's make_dot does: walk grad_fn.next_functions from the output, naming
+    each node by its type and each leaf by the parameter it accumulates into (by id)."""
+    param_map = {id(v): k for k, v in params.items()}
+    nodes, edges, seen = {}, [], set()
+
+    def add(fn):
+        if fn is None or fn in seen:
+            return
+        seen.add(fn)
+        if hasattr(fn, "variable"):
+            nodes[fn] = param_map.get(id(fn.variable), "?")
+        else:
+            nodes[fn] = type(fn).__name__
+        for nxt, _ in fn.next_functions:
+            if nxt is not None:
+                edges.append((nxt, fn))
+                add(nxt)
+
+    add(output.grad_fn)
+    return sorted(nodes.values()), len(edges)
+
+
+@pytest.mark.xfail(strict=True, reason="grad_fn objects are all one Python type named 'Node' "
+                   "(type(fn).__name__ is 'Node', not 'AddmmBackward0' / 'TanhBackward0'), every "
+                   "node has a `variable` attribute (PyTorch: only AccumulateGrad), and "
+                   "AccumulateGrad.variable returns a new wrapper each call, so id(fn.variable) "
+                   "never matches the parameter: the node pyclass and its `variable` getter in "
+                   "src/python/autograd.rs (PyTorch has one class per node type and returns the "
+                   "leaf's own Python object)")
+def test_autograd_graph_walk_like_torchviz():
+    M = ferrotorch
+    model = M.nn.Sequential(M.nn.Linear(3, 2), M.nn.Tanh())
+    names, n_edges = describe_graph(M, model(M.ones(4, 3)).sum(), dict(model.named_parameters()))
+    assert names == ["0.bias", "0.weight", "AddmmBackward0", "SumBackward0", "TBackward0",
+                     "TanhBackward0"]
+    assert n_edges == 5
+
+
+def test_autograd_graph_walk_matches_torch():
+    torch = _torch()
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
+    names, n_edges = describe_graph(torch, model(torch.ones(4, 3)).sum(),
+                                    dict(model.named_parameters()))
+    assert names == ["0.bias", "0.weight", "AddmmBackward0", "SumBackward0", "TBackward0",
+                     "TanhBackward0"]
+    assert n_edges == 5
+
+
+def offload_program(M):
+    """The 'hooks for saved tensors' tutorial: pack saved activations to float16 (or to
+    another device) during forward, unpack them in backward."""
+    packed = []
+
+    def pack(t):
+        packed.append(tuple(t.shape))
+        return t.to(M.float16)
+
+    def unpack(t):
+        return t.to(M.float32)
+
+    model = M.nn.Sequential(M.nn.Linear(8, 8), M.nn.Sigmoid(), M.nn.Linear(8, 1))
+    x = M.ones(4, 8)
+    with M.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = model(x).sum()
+    y.backward()
+    return packed, model
+
+
+@pytest.mark.xfail(strict=True, reason="torch.autograd.graph is missing, so "
+                   "saved_tensors_hooks / save_on_cpu / disable_saved_tensors_hooks can not be "
+                   "used: the nodes in the Rust autograd keep their saved tensors directly "
+                   "(src/autograd/, exposed by src/python/autograd.rs) with no pack/unpack hook "
+                   "point")
+def test_saved_tensors_hooks_pack_activations_to_half():
+    packed, model = offload_program(ferrotorch)
+    assert (4, 8) in packed and len(packed) >= 3
+    assert model[0].weight.grad is not None
