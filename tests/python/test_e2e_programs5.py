@@ -1675,3 +1675,84 @@ def test_saved_tensors_hooks_pack_activations_to_half():
     packed, model = offload_program(ferrotorch)
     assert (4, 8) in packed and len(packed) >= 3
     assert model[0].weight.grad is not None
+
+
+# ---------------------------------------------------------------------------- (p)
+def flat_param_program(M, init=None, steps=40, resume_at=20):
+    """Flat master parameters (as apex's old FP16_Optimizer / DDP buckets): every parameter's
+    ``.data`` becomes a view into one contiguous buffer, so one fused update touches them all.
+    The checkpoint stores the buffer and the parameters' data together; after loading, the
+    parameters must alias the buffer again for the fused update to reach them."""
+    nn = M.nn
+
+    def make_model():
+        model = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
+        if init is not None:
+            model.load_state_dict({k: M.from_numpy(v.copy()) for k, v in init.items()})
+        return model
+
+    def flatten_(params, flat=None, datas=None):
+        if flat is None:
+            flat = M.cat([p.data.reshape(-1) for p in params])
+            offset, datas = 0, []
+            for p in params:
+                datas.append(flat[offset:offset + p.numel()].view_as(p.data))
+                offset += p.numel()
+        for p, d in zip(params, datas):
+            p.data = d
+        return flat
+
+    model = make_model()
+    params = list(model.parameters())
+    flat = flatten_(params)
+    momentum = M.zeros_like(flat)
+    x = M.linspace(-1, 1, 32).reshape(16, 2)
+    y = M.tanh(2 * x[:, :1] - x[:, 1:])
+    losses = []
+    for step in range(steps):
+        if step == resume_at:
+            buf = io.BytesIO()
+            M.save({"flat": flat, "params": [p.data for p in params], "momentum": momentum},
+                   buf)
+            buf.seek(0)
+            ckpt = M.load(buf)
+            model = make_model()
+            params = list(model.parameters())
+            flat = flatten_(params, ckpt["flat"], ckpt["params"])
+            momentum = ckpt["momentum"]
+        loss = (model(x) - y).pow(2).mean()
+        model.zero_grad()
+        loss.backward()
+        with M.no_grad():
+            grad = M.cat([p.grad.reshape(-1) for p in params])
+            momentum.mul_(0.9).add_(grad)
+            flat.sub_(0.1 * momentum)  # one fused update for every parameter
+        losses.append(loss.item())
+    return losses, flat, params
+
+
+def test_flat_parameter_buffer_checkpoint_keeps_views():
+    M = ferrotorch
+    M.manual_seed(0)
+    losses, flat, params = flat_param_program(M)
+    # the run after the reload goes on improving: the fused update still reaches the model
+    assert losses[-1] < losses[19] / 4 and losses[-1] < losses[0] / 50
+    assert all(p.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
+               for p in params)
+    assert [p.storage_offset() for p in params] == [0, 16, 24, 32]
+    assert all(isinstance(p, M.nn.Parameter) and p.requires_grad for p in params)
+    with M.no_grad():
+        flat[16] = 123.0
+    assert params[1][0].item() == 123.0
+
+
+def test_flat_parameter_program_matches_torch():
+    torch = _torch()
+    ferrotorch.manual_seed(1)
+    init = {k: _np(v).copy() for k, v in ferrotorch.nn.Sequential(
+        ferrotorch.nn.Linear(2, 8), ferrotorch.nn.Tanh(),
+        ferrotorch.nn.Linear(8, 1)).state_dict().items()}
+    ft_losses, ft_flat, _ = flat_param_program(ferrotorch, init)
+    pt_losses, pt_flat, _ = flat_param_program(torch, init)
+    np.testing.assert_allclose(ft_losses, pt_losses, rtol=1e-4, atol=1e-6)
+    _close(ft_flat, pt_flat, rtol=1e-4, atol=1e-5)
