@@ -1756,3 +1756,60 @@ def test_flat_parameter_program_matches_torch():
     pt_losses, pt_flat, _ = flat_param_program(torch, init)
     np.testing.assert_allclose(ft_losses, pt_losses, rtol=1e-4, atol=1e-6)
     _close(ft_flat, pt_flat, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (q)
+def fft_long_conv(M, u, k):
+    """A long causal convolution computed with FFTs (as in S4 / Hyena layers): zero-pad to
+    2L, multiply the spectra, keep the first L outputs."""
+    L = u.shape[-1]
+    uf = M.fft.rfft(u, n=2 * L)
+    kf = M.fft.rfft(k, n=2 * L)
+    return M.fft.irfft(uf * kf, n=2 * L)[..., :L]
+
+
+@pytest.mark.xfail(strict=True, reason="no complex dtype, so torch.fft (rfft / irfft / fft) and "
+                   "torch.stft are missing: the DType enum in src/dtype.rs has no complex64 / "
+                   "complex128 (python/ferrotorch/_complex.py only shims the real-dtype API)")
+def test_fft_long_convolution_and_spectrogram():
+    M = ferrotorch
+    g = M.Generator().manual_seed(0)
+    u = M.randn(2, 3, 32, generator=g, requires_grad=True)
+    k = M.randn(3, 32, generator=g) * M.exp(-M.arange(32.0) / 4)
+    y = fft_long_conv(M, u, k)
+    # the same causal convolution by direct summation
+    ref = M.stack([(u[..., :t + 1] * k.flip(-1)[..., 31 - t:]).sum(-1) for t in range(32)], -1)
+    _close(y, ref, rtol=1e-4, atol=1e-5)
+    y.pow(2).sum().backward()
+    assert u.grad.shape == u.shape
+    spec = M.stft(M.sin(M.arange(256.0) * 2 * math.pi * 8 / 64), n_fft=64, hop_length=16,
+                  window=M.hann_window(64), return_complex=True).abs()
+    assert spec.shape == (33, 17) and (spec.argmax(0)[1:-1] == 8).all()
+
+
+# ---------------------------------------------------------------------------- (r)
+class LoggingTensor(ferrotorch.Tensor):
+    """The 'extending torch with a Tensor subclass' recipe: every torch function called on it
+    is recorded and its results stay LoggingTensors."""
+
+    calls = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(getattr(func, "__name__", str(func)))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@pytest.mark.xfail(strict=True, reason="Tensor subclasses get no __torch_function__ dispatch and "
+                   "Tensor.as_subclass is missing: ops on a subclass instance return plain "
+                   "Tensors without consulting the override (the op entry points in "
+                   "src/python/tensor.rs and the module functions do not check for "
+                   "__torch_function__ overrides)")
+def test_tensor_subclass_torch_function_logging():
+    M = ferrotorch
+    LoggingTensor.calls.clear()
+    x = M.ones(2, 3).as_subclass(LoggingTensor)
+    y = M.nn.functional.relu(x @ M.ones(3, 2) + 1)
+    assert isinstance(y, LoggingTensor)
+    assert {"matmul", "add", "relu"} <= {c.split(".")[-1].strip("_") for c in
+                                          LoggingTensor.calls}
