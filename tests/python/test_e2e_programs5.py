@@ -7,7 +7,10 @@ a linear-chain CRF with Viterbi decoding, k-means++, GraphSAGE / edge-softmax me
 an autoregressive sampler with ``torch.multinomial`` and generators, custom autograd Functions
 (sparsemax, once_differentiable, mark_non_differentiable, mark_dirty, setup_context), grad-mode
 decorators, in-place updates through views, a CLIP-style contrastive loss, einsum attention with
-a relative-position bias, truncated BPTT with foreach clipping, and autograd-graph walking.
+a relative-position bias, truncated BPTT with foreach clipping, flat master parameters resumed
+from a checkpoint that must keep their views, and autograd-graph walking. Programs that hit a
+gap of the native core are kept as strict xfails naming it (is_inference, in-place on unbind
+outputs, grad_fn node types, saved-tensor hooks, torch.fft / stft, __torch_function__).
 
 Each program is written once as a function of the module ``M`` (``ferrotorch`` or ``torch``), so
 the very same code runs under both; the tests run it under ferrotorch and check real outcomes,
@@ -568,7 +571,7 @@ def _bio_data(M, n=64, T=7):
     return tokens, tags, mask
 
 
-def test_bilstm_free_crf_tagger_forward_algorithm_and_viterbi():
+def test_linear_chain_crf_tagger_forward_algorithm_and_viterbi():
     M = ferrotorch
     M.manual_seed(0)
     model = crf_tagger(M)(6, 3)
