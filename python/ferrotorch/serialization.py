@@ -84,8 +84,12 @@ def _flatten(obj, tensors, path, entries=None):
         if id(obj) in entries["ids"]:
             return {"R": entries["ids"][id(obj)]}
         entries["ids"][id(obj)] = len(entries["list"])
+        from ferrotorch.nn.parameter import Parameter
+
         desc = {"dtype": str(obj.dtype).split(".")[-1],
                 "requires_grad": bool(obj.requires_grad)}
+        if isinstance(obj, Parameter):
+            desc["parameter"] = True  # loads as a Parameter again, as with torch.load
         if obj.device.type != "cpu":
             desc["device"] = str(obj.device)
         entries["list"].append((obj, desc))
@@ -151,7 +155,11 @@ def _unflatten(desc, tensors, weights_only, map_location=None, loaded=None):
                     or _reach_of(size, stride, offset) > base.numel()):
                 raise RuntimeError(f"ferrotorch.load: malformed view of storage {name!r}")
             t = base.as_strided(size, stride, offset)
-        if desc.get("requires_grad"):
+        if desc.get("parameter"):
+            from ferrotorch.nn.parameter import Parameter
+
+            t = Parameter(t, requires_grad=bool(desc.get("requires_grad")))
+        elif desc.get("requires_grad"):
             t.requires_grad_()
         loaded["list"].append(t)
         return t

@@ -162,3 +162,15 @@ def test_malformed_shared_storage_views_are_refused():
     assert bad != raw
     with pytest.raises(RuntimeError, match="malformed view of storage"):
         ft.load(io.BytesIO(bad))
+
+
+def test_parameters_load_as_parameters():
+    p = ft.nn.Parameter(ft.ones(3))
+    frozen = ft.nn.Parameter(ft.zeros(2), requires_grad=False)
+    d = roundtrip({"p": p, "head": p[:1], "frozen": frozen})
+    assert type(d["p"]) is ft.nn.Parameter and d["p"].requires_grad and d["p"].is_leaf
+    assert type(d["frozen"]) is ft.nn.Parameter and not d["frozen"].requires_grad
+    assert type(d["head"]) is ft.Tensor  # a view of a parameter is a plain tensor
+    with ft.no_grad():
+        d["p"][0] = 5.0
+    assert d["head"].tolist() == [5.0]  # and still shares its memory
