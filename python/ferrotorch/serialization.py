@@ -6,6 +6,10 @@ it never executes code (unlike pickle). Other objects (a whole ``nn.Module``, an
 namespace in a checkpoint dict) are pickled into a byte tensor, and, as with PyTorch's default
 ``weights_only=True``, only ``load(..., weights_only=False)`` unpickles them.
 
+As in PyTorch, tensors that share memory (views of one another, tied weights) are stored once,
+as their storage plus each one's offset / size / stride, and share memory again after loading;
+the same tensor object met twice loads as one object.
+
 A ferrotorch checkpoint opens with the ``safetensors`` package; a safetensors file written
 elsewhere (e.g. by PyTorch) loads as a flat ``{name: tensor}`` state_dict.
 """
@@ -27,20 +31,68 @@ _FORMAT_VERSION = 1
 _MAX_HEADER = 100 * 1024 * 1024
 
 
-def _flatten(obj, tensors, path):
-    """Structure description of ``obj``; tensors are moved into ``tensors``."""
-    if isinstance(obj, Tensor):
+def _host_array(t):
+    """``t`` (detached) as a C-contiguous NumPy array on the host."""
+    t = t.cpu()  # (a CUDA tensor is stored from a host copy, with its device)
+    if t.dtype == _C.bfloat16:
+        arr = t.float().numpy()  # NumPy has no bfloat16; re-narrowed on load
+    else:
+        arr = t.contiguous().numpy()
+    return np.require(arr, requirements="C")  # (ascontiguousarray makes 0-d 1-d)
+
+
+def _reach(t):
+    """Elements from the start of ``t``'s storage to one past the furthest it reaches."""
+    if t.numel() == 0:
+        return t.storage_offset()
+    return t.storage_offset() + 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+
+
+def _store_tensors(entries, tensors):
+    """Write the tensors met by ``_flatten`` into ``tensors``. Tensors that share memory (views
+    of one another, as in PyTorch's serialization) are stored as one storage array plus each
+    one's offset / size / stride, so that they share memory again after ``load``."""
+    groups = {}
+    for k, (t, _desc) in enumerate(entries):
+        key = None
+        if t.dtype != _C.bfloat16 and t.numel() > 0:
+            key = (t.untyped_storage().data_ptr(), str(t.dtype), str(t.device))
+        groups.setdefault(key if key is not None else ("single", k), []).append(k)
+    for members in groups.values():
+        if len(members) == 1:
+            t, desc = entries[members[0]]
+            name = f"t{len(tensors)}"
+            tensors[name] = _host_array(t.detach())
+            desc["T"] = name
+            continue
+        extent = max(_reach(entries[k][0]) for k in members)
+        first = entries[members[0]][0].detach()
         name = f"t{len(tensors)}"
-        t = obj.detach().cpu()  # (a CUDA tensor is stored from a host copy, with its device)
-        dtype = str(t.dtype).split(".")[-1]
-        if t.dtype == _C.bfloat16:
-            arr = t.float().numpy()  # NumPy has no bfloat16; re-narrowed on load
-        else:
-            arr = t.contiguous().numpy()
-        tensors[name] = np.require(arr, requirements="C")  # (ascontiguousarray makes 0-d 1-d)
-        desc = {"T": name, "dtype": dtype, "requires_grad": bool(obj.requires_grad)}
+        tensors[name] = _host_array(first.as_strided((extent,), (1,), 0))
+        for k in members:
+            t, desc = entries[k]
+            desc.update({"S": name, "offset": t.storage_offset(), "size": list(t.shape),
+                         "stride": list(t.stride())})
+
+
+def _flatten(obj, tensors, path, entries=None):
+    """Structure description of ``obj``; its tensors are collected in ``entries`` (in the
+    order met, the same tensor object only once) for :func:`_store_tensors`."""
+    if entries is None:
+        entries = {"list": [], "ids": {}}
+    if isinstance(obj, Tensor):
+        if id(obj) in entries["ids"]:
+            return {"R": entries["ids"][id(obj)]}
+        entries["ids"][id(obj)] = len(entries["list"])
+        from ferrotorch.nn.parameter import Parameter
+
+        desc = {"dtype": str(obj.dtype).split(".")[-1],
+                "requires_grad": bool(obj.requires_grad)}
+        if isinstance(obj, Parameter):
+            desc["parameter"] = True  # loads as a Parameter again, as with torch.load
         if obj.device.type != "cpu":
             desc["device"] = str(obj.device)
+        entries["list"].append((obj, desc))
         return desc
     if obj is None or isinstance(obj, (bool, int, float, str)):
         if isinstance(obj, float) and not np.isfinite(obj):
@@ -50,11 +102,12 @@ def _flatten(obj, tensors, path):
         keys = list(obj.keys())
         if not all(isinstance(k, (str, int)) for k in keys):
             raise TypeError(f"ferrotorch.save: dict keys must be str or int at {path}")
-        return {"D": [[k, _flatten(obj[k], tensors, f"{path}.{k}")] for k in keys],
+        return {"D": [[k, _flatten(obj[k], tensors, f"{path}.{k}", entries)] for k in keys],
                 "ordered": type(obj).__name__ == "OrderedDict"}
     if isinstance(obj, (list, tuple)):
         tag = "L" if isinstance(obj, list) else "U"
-        return {tag: [_flatten(v, tensors, f"{path}[{i}]") for i, v in enumerate(obj)]}
+        return {tag: [_flatten(v, tensors, f"{path}[{i}]", entries)
+                      for i, v in enumerate(obj)]}
     if isinstance(obj, _C.dtype):
         return {"dtype_obj": str(obj).split(".")[-1]}
     try:
@@ -64,27 +117,57 @@ def _flatten(obj, tensors, path):
             f"ferrotorch.save: cannot store an object of type {type(obj).__name__} at {path} "
             f"(it is not a tensor, container or plain value, and pickling it failed: {e})"
         ) from None
-    name = f"t{len(tensors)}"
+    name = f"p{len(tensors)}"
     tensors[name] = np.frombuffer(data, dtype=np.uint8).copy()
     return {"P": name, "type": f"{type(obj).__module__}.{type(obj).__qualname__}"}
 
 
-def _unflatten(desc, tensors, weights_only, map_location=None):
+def _load_array(tensors, name, desc, map_location):
+    if name not in tensors:
+        raise RuntimeError(f"ferrotorch.load: tensor {name!r} missing from the file")
+    dtype = getattr(_C, desc.get("dtype", ""), None)
+    t = _C.from_numpy(tensors[name])
+    if dtype is not None and t.dtype != dtype:
+        t = t.to(dtype)
+    return _relocate(t, str(desc.get("device", "cpu")), map_location)
+
+
+def _unflatten(desc, tensors, weights_only, map_location=None, loaded=None):
     if not isinstance(desc, dict) or len(desc) == 0:
         raise RuntimeError("ferrotorch.load: malformed structure description")
-    if "T" in desc:
-        name = desc["T"]
-        if name not in tensors:
-            raise RuntimeError(f"ferrotorch.load: tensor {name!r} missing from the file")
-        arr = tensors[name]
-        dtype = getattr(_C, desc.get("dtype", ""), None)
-        t = _C.from_numpy(arr)
-        if dtype is not None and t.dtype != dtype:
-            t = t.to(dtype)
-        t = _relocate(t, str(desc.get("device", "cpu")), map_location)
-        if desc.get("requires_grad"):
+    if loaded is None:
+        loaded = {"list": [], "storages": {}}
+
+    def rec(d):
+        return _unflatten(d, tensors, weights_only, map_location, loaded)
+
+    if "T" in desc or "S" in desc:
+        if "T" in desc:
+            t = _load_array(tensors, desc["T"], desc, map_location)
+        else:  # a view into a storage shared with other tensors of the file
+            name = desc["S"]
+            if name not in loaded["storages"]:
+                loaded["storages"][name] = _load_array(tensors, name, desc, map_location)
+            base = loaded["storages"][name]
+            size, stride, offset = desc.get("size"), desc.get("stride"), desc.get("offset")
+            if (not isinstance(size, list) or not isinstance(stride, list)
+                    or not isinstance(offset, int) or len(size) != len(stride)
+                    or _reach_of(size, stride, offset) > base.numel()):
+                raise RuntimeError(f"ferrotorch.load: malformed view of storage {name!r}")
+            t = base.as_strided(size, stride, offset)
+        if desc.get("parameter"):
+            from ferrotorch.nn.parameter import Parameter
+
+            t = Parameter(t, requires_grad=bool(desc.get("requires_grad")))
+        elif desc.get("requires_grad"):
             t.requires_grad_()
+        loaded["list"].append(t)
         return t
+    if "R" in desc:  # the same tensor object again
+        k = desc["R"]
+        if not isinstance(k, int) or not 0 <= k < len(loaded["list"]):
+            raise RuntimeError("ferrotorch.load: malformed tensor reference")
+        return loaded["list"][k]
     if "V" in desc:
         return desc["V"]
     if "F" in desc:
@@ -94,12 +177,12 @@ def _unflatten(desc, tensors, weights_only, map_location=None):
 
         d = OrderedDict() if desc.get("ordered") else {}
         for k, v in desc["D"]:
-            d[k] = _unflatten(v, tensors, weights_only, map_location)
+            d[k] = rec(v)
         return d
     if "L" in desc:
-        return [_unflatten(v, tensors, weights_only, map_location) for v in desc["L"]]
+        return [rec(v) for v in desc["L"]]
     if "U" in desc:
-        return tuple(_unflatten(v, tensors, weights_only, map_location) for v in desc["U"])
+        return tuple(rec(v) for v in desc["U"])
     if "dtype_obj" in desc:
         return getattr(_C, desc["dtype_obj"])
     if "P" in desc:
@@ -114,6 +197,15 @@ def _unflatten(desc, tensors, weights_only, map_location=None):
             raise RuntimeError(f"ferrotorch.load: tensor {name!r} missing from the file")
         return pickle.loads(tensors[name].tobytes())
     raise RuntimeError(f"ferrotorch.load: unknown entry {sorted(desc)}")
+
+
+def _reach_of(size, stride, offset):
+    if any(not isinstance(n, int) or n < 0 for n in size) or \
+            any(not isinstance(st, int) or st < 0 for st in stride) or offset < 0:
+        return float("inf")
+    if 0 in size:
+        return offset
+    return offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))
 
 
 def _relocate(t, location, map_location):
@@ -153,7 +245,9 @@ def save(obj, f):
     from safetensors.numpy import save as st_save
 
     tensors = {}
-    desc = _flatten(obj, tensors, "obj")
+    entries = {"list": [], "ids": {}}
+    desc = _flatten(obj, tensors, "obj", entries)
+    _store_tensors(entries["list"], tensors)
     meta = {_META_KEY: json.dumps({"version": _FORMAT_VERSION, "root": desc})}
     data = st_save(tensors, metadata=meta)
     if isinstance(f, (str, os.PathLike)):

@@ -675,3 +675,62 @@ def test_relu_second_order_reaches_parameters_behind_the_mask_with_zeros():
     (g,) = ft.autograd.grad(ft.nn.functional.leaky_relu(x @ w.T + b, 0.1).sum(), x,
                             create_graph=True)
     assert g.grad_fn is not None
+
+
+class _CubeOnce(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    @ft.autograd.function.once_differentiable
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x ** 2
+
+
+def test_once_differentiable_backward_runs_without_grad_and_refuses_double_backward():
+    x = ft.tensor([2.0], requires_grad=True)
+    _CubeOnce.apply(x).sum().backward()
+    assert x.grad.tolist() == [12.0]
+    # create_graph with a constant grad output: the result is a plain tensor, as in PyTorch
+    (g,) = ft.autograd.grad(_CubeOnce.apply(x), x, create_graph=True)
+    assert g.tolist() == [12.0] and not g.requires_grad
+    # a grad output that requires grad: differentiating the result again raises
+    go = ft.ones(1, requires_grad=True)
+    (g,) = ft.autograd.grad(_CubeOnce.apply(x), x, grad_outputs=go, create_graph=True)
+    assert g.requires_grad and g.tolist() == [12.0]
+    with pytest.raises(RuntimeError, match="differentiate twice a function that was marked "
+                                           "with @once_differentiable"):
+        ft.autograd.grad(g, x)
+
+
+def test_grad_mode_decorated_generator_functions_set_the_mode_only_inside_the_body():
+    x = ft.ones(1, requires_grad=True)
+
+    @ft.no_grad
+    def bare():
+        yield x * 2
+        assert not ft.is_grad_enabled()
+        yield x * 3
+
+    @ft.inference_mode()
+    def echo():
+        received = yield x * 2
+        yield received
+
+    seen = []
+    for t in bare():
+        seen.append((t.requires_grad, ft.is_grad_enabled()))
+    assert seen == [(False, True), (False, True)]
+    gen = echo()
+    assert not next(gen).requires_grad and not ft.is_inference_mode_enabled()
+    assert gen.send(7) == 7
+
+    @ft.enable_grad()
+    def inside_no_grad():
+        yield x * 2
+
+    with ft.no_grad():
+        assert next(inside_no_grad()).requires_grad

@@ -494,3 +494,42 @@ def test_global_module_hooks():
     assert seen == ["ReLU", "Tanh", "Sequential"]
     nn.ReLU()(t([1.0]))
     assert len(seen) == 3
+
+
+class _Vocab(nn.Module):
+    """A module with non-tensor state saved through get_extra_state / set_extra_state."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Linear(2, 2)
+        self.vocab = {"<pad>": 0}
+
+    def get_extra_state(self):
+        return {"vocab": dict(self.vocab)}
+
+    def set_extra_state(self, state):
+        self.vocab = dict(state["vocab"])
+
+
+def test_extra_state_saved_and_loaded_under_extra_state_key():
+    src = nn.Sequential(_Vocab())
+    src[0].vocab["cat"] = 1
+    sd = src.state_dict()
+    assert list(sd) == ["0._extra_state", "0.emb.weight", "0.emb.bias"]
+    dst = nn.Sequential(_Vocab())
+    assert dst.load_state_dict(sd).missing_keys == []
+    assert dst[0].vocab == {"<pad>": 0, "cat": 1}
+    del sd["0._extra_state"]
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "0._extra_state"'):
+        dst.load_state_dict(sd)
+    assert dst.load_state_dict(sd, strict=False).missing_keys == ["0._extra_state"]
+
+
+def test_extra_state_key_is_unexpected_for_a_module_without_set_extra_state():
+    m = nn.Linear(2, 2)
+    sd = m.state_dict()
+    sd["_extra_state"] = 3
+    with pytest.raises(RuntimeError, match=r'Unexpected key\(s\) in state_dict: "_extra_state"'):
+        m.load_state_dict(sd)
+    with pytest.raises(RuntimeError, match="get_extra_state"):
+        m.get_extra_state()

@@ -122,3 +122,55 @@ def test_zero_dim_tensors_keep_their_shape(tmp_path):
     fresh = ft.nn.BatchNorm2d(3)
     fresh.load_state_dict(ft.load(path))
     assert fresh.num_batches_tracked.item() == 1
+
+
+def test_views_and_repeated_tensors_share_memory_after_load():
+    base = ft.arange(12.0).reshape(3, 4)
+    view = base[1:, 1:3]
+    w = ft.ones(2, requires_grad=True)
+    buf = io.BytesIO()
+    ft.save({"base": base, "view": view, "t": base.t(), "w": w, "again": [w]}, buf)
+    buf.seek(0)
+    d = ft.load(buf)
+    assert d["view"].tolist() == [[5.0, 6.0], [9.0, 10.0]] and d["t"].stride() == (1, 4)
+    assert d["view"].storage_offset() == 5
+    d["view"].fill_(-1.0)  # PyTorch's serialization keeps view relationships
+    assert d["base"].tolist() == [[0.0, 1.0, 2.0, 3.0], [4.0, -1.0, -1.0, 7.0],
+                                  [8.0, -1.0, -1.0, 11.0]]
+    assert d["t"][1].tolist() == [1.0, -1.0, -1.0]
+    assert d["again"][0] is d["w"] and d["w"].requires_grad and d["w"].is_leaf
+    # a state_dict with tied weights stores the memory once and loads it shared
+    tied = {"a.weight": w.detach(), "b.weight": w.detach()}
+    buf = io.BytesIO()
+    ft.save(tied, buf)
+    from safetensors.numpy import load as safetensors_load
+
+    arrays = safetensors_load(buf.getvalue())
+    assert [a.shape for a in arrays.values()] == [(2,)]
+    buf.seek(0)
+    d = ft.load(buf)
+    d["a.weight"].zero_()
+    assert d["b.weight"].tolist() == [0.0, 0.0]
+
+
+def test_malformed_shared_storage_views_are_refused():
+    buf = io.BytesIO()
+    base = ft.arange(4.0)
+    ft.save([base, base[1:]], buf)
+    raw = buf.getvalue()
+    bad = raw.replace(b'\\"offset\\": 1', b'\\"offset\\": 9')
+    assert bad != raw
+    with pytest.raises(RuntimeError, match="malformed view of storage"):
+        ft.load(io.BytesIO(bad))
+
+
+def test_parameters_load_as_parameters():
+    p = ft.nn.Parameter(ft.ones(3))
+    frozen = ft.nn.Parameter(ft.zeros(2), requires_grad=False)
+    d = roundtrip({"p": p, "head": p[:1], "frozen": frozen})
+    assert type(d["p"]) is ft.nn.Parameter and d["p"].requires_grad and d["p"].is_leaf
+    assert type(d["frozen"]) is ft.nn.Parameter and not d["frozen"].requires_grad
+    assert type(d["head"]) is ft.Tensor  # a view of a parameter is a plain tensor
+    with ft.no_grad():
+        d["p"][0] = 5.0
+    assert d["head"].tolist() == [5.0]  # and still shares its memory

@@ -5,6 +5,7 @@ backward calls ``cls.backward(ctx, *grad_outputs)``. Both styles of PyTorch are 
 ``forward(ctx, *args)``, or ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``.
 """
 
+import functools
 import inspect
 
 from ferrotorch import _C
@@ -156,8 +157,48 @@ class Function(metaclass=_FunctionMeta):
         return tuple(outs)
 
 
-class once_differentiable:  # noqa: N801 (PyTorch's name)
-    """Decorator kept for source compatibility; backward runs with grad mode as set."""
+class _DelayedError(Function):
+    """Identity whose backward raises: marks the outputs of a ``once_differentiable``
+    backward, so that differentiating them again fails with PyTorch's message."""
 
-    def __new__(cls, fn):
-        return fn
+    @staticmethod
+    def forward(ctx, msg, *inputs):
+        ctx.msg = msg
+        outs = tuple(i.clone() for i in inputs)
+        return outs if len(outs) > 1 else outs[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(ctx.msg)
+
+
+def once_differentiable(fn):
+    """Decorator for a ``backward`` that is not itself differentiable: it runs under
+    ``no_grad``, and when a double backward would go through it (grad mode on and a grad output
+    requiring grad) its results raise on being differentiated again, as in PyTorch."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _C.is_grad_enabled():
+            return outputs
+        if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return outputs
+        is_tuple = isinstance(outputs, tuple)
+        outs = outputs if is_tuple else (outputs,)
+        keep = [k for k, o in enumerate(outs) if isinstance(o, Tensor)
+                and o.is_floating_point()]
+        if not keep:
+            return outputs
+        fakes = [outs[k].detach().requires_grad_() for k in keep]
+        wrapped = _DelayedError.apply(
+            "trying to differentiate twice a function that was marked with "
+            "@once_differentiable", *fakes)
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        res = list(outs)
+        for k, w in zip(keep, wrapped):
+            res[k] = w
+        return tuple(res) if is_tuple else res[0]
+
+    return wrapper

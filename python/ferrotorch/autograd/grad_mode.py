@@ -1,6 +1,8 @@
 """Grad-mode context managers, usable as decorators too (thread-local, as in PyTorch)."""
 
 import functools
+import inspect
+import sys
 
 from ferrotorch import _C
 
@@ -9,6 +11,9 @@ class _DecoratorContextManager:
     """Lets a context manager class be used as ``@no_grad()`` (or ``@no_grad``) too."""
 
     def __call__(self, func):
+        if inspect.isgeneratorfunction(func):
+            return _wrap_generator(self.clone, func)
+
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             with self.clone():
@@ -18,6 +23,35 @@ class _DecoratorContextManager:
 
     def clone(self):
         return self.__class__()
+
+
+def _wrap_generator(ctx_factory, func):
+    """A decorated generator function: the mode holds while the generator body runs (each
+    resume), not while the caller consumes what it yields (as PyTorch's ``_wrap_generator``)."""
+
+    @functools.wraps(func)
+    def generator_context(*args, **kwargs):
+        gen = func(*args, **kwargs)
+        try:
+            with ctx_factory():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with ctx_factory():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with ctx_factory():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with ctx_factory():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+
+    return generator_context
 
 
 class no_grad(_DecoratorContextManager):

@@ -84,6 +84,9 @@ def register_module_forward_hook(hook):
     return handle
 
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+
 class Module:
     r"""Base class for all neural network modules.
 
@@ -523,6 +526,21 @@ class Module:
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     # ------------------------------------------------------------------ state dict
+    def get_extra_state(self):
+        """Extra (non-tensor) state for ``state_dict``, stored under ``prefix + "_extra_state"``
+        when a subclass overrides this (and ``set_extra_state`` to load it back)."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-"
+            "report.yml to report this bug.")
+
+    def set_extra_state(self, state):
+        """Restore the extra state returned by ``get_extra_state`` (subclasses override both)."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-"
+            "report.yml to report this bug.")
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
             if param is not None:
@@ -530,6 +548,8 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An ``OrderedDict`` of parameters and persistent buffers, keyed by dotted names.
@@ -604,9 +624,17 @@ class Module:
                     f"are {param.shape} and whose dimensions in the checkpoint are "
                     f"{input_param.shape}, an exception occurred : {ex.args}."
                 )
+        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_state_key in state_dict:
+                self.set_extra_state(state_dict[extra_state_key])
+            elif strict:
+                missing_keys.append(extra_state_key)
+        elif strict and extra_state_key in state_dict:
+            unexpected_keys.append(extra_state_key)
         if strict:
             for key in state_dict.keys():
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_state_key:
                     input_name = key[len(prefix):].split(".", 1)
                     if input_name[0] not in self._modules and input_name[0] not in local_state:
                         unexpected_keys.append(key)
