@@ -95,6 +95,22 @@ impl DType {
             DType::F64 => "Double",
         }
     }
+    /// The C++ element type PyTorch names in "value cannot be converted to type int8_t
+    /// without overflow".
+    pub fn c_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "uint8_t",
+            DType::I8 => "int8_t",
+            DType::I16 => "int16_t",
+            DType::I32 => "int",
+            DType::I64 => "int64_t",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
     /// Parse a dtype name ("float32", "float", "int64", "long", ...).
     pub fn parse(s: &str) -> Result<DType> {
         Ok(match s {
@@ -192,6 +208,65 @@ impl Scalar {
             Scalar::Int(_) => DType::I64,
             Scalar::Float(_) => crate::default_dtype(),
         }
+    }
+    /// Does the value overflow `dtype`? PyTorch's `c10::overflows`, which `checked_convert`
+    /// (every `Scalar.to<T>()`: fill_, full, pow's exponent, where's scalar...) applies:
+    /// an integer must lie in the range, except that a negative one may wrap into an
+    /// unsigned type down to `-max` (`uint8` takes -1 as 255, not -256); a float must be
+    /// finite and in range for an integer type (NaN and inf overflow), in range or inf/NaN
+    /// for a float type. Bool takes anything, and so does a bool value.
+    pub fn overflows(self, dtype: DType) -> bool {
+        let (lo, hi) = match dtype {
+            DType::Bool => return false,
+            DType::U8 => (0.0, 255.0),
+            DType::I8 => (-128.0, 127.0),
+            DType::I16 => (-32768.0, 32767.0),
+            DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+            DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+            DType::F16 => (-65504.0, 65504.0),
+            DType::BF16 => (-f64::from(bf16::MAX), f64::from(bf16::MAX)),
+            DType::F32 => (-f64::from(f32::MAX), f64::from(f32::MAX)),
+            DType::F64 => return false,
+        };
+        match self {
+            Scalar::Bool(_) => false,
+            Scalar::Int(v) => {
+                let x = v as f64;
+                if dtype == DType::U8 {
+                    x > hi || x < -hi
+                } else {
+                    x < lo || x > hi
+                }
+            }
+            Scalar::Float(x) => {
+                if dtype.is_floating_point() {
+                    x.is_finite() && (x < lo || x > hi)
+                } else {
+                    x.is_nan() || x < lo || x > hi
+                }
+            }
+        }
+    }
+    /// `Err` (PyTorch's RuntimeError "value cannot be converted to type int8_t without
+    /// overflow") when the value overflows `dtype`: the conversion of a Python number to a
+    /// tensor's dtype in fill_/full/new_full/where/pow (where PyTorch does not wrap).
+    pub fn check_fits(self, dtype: DType) -> Result<()> {
+        if self.overflows(dtype) {
+            return Err(Error::Runtime(format!(
+                "value cannot be converted to type {} without overflow",
+                dtype.c_name()
+            )));
+        }
+        Ok(())
+    }
+    /// [`Scalar::check_fits`] as PyTorch's `fill_` applies it: a CPU tensor of one element
+    /// is filled through a path that converts half / bfloat16 values unchecked (1e10 becomes
+    /// inf there, while a larger tensor refuses it).
+    pub fn check_fill(self, dtype: DType, numel: usize, on_cpu: bool) -> Result<()> {
+        if on_cpu && numel == 1 && matches!(dtype, DType::F16 | DType::BF16) {
+            return Ok(());
+        }
+        self.check_fits(dtype)
     }
     /// Convert to an element type with PyTorch's casting rules.
     pub fn to_elem<T: Element>(self) -> T {

@@ -161,6 +161,13 @@ pub fn extract_shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
     if args.len() == 1 {
         let a = args.get_item(0)?;
         if !a.is_instance_of::<PyInt>() {
+            // A lone argument with `__index__` (a 0-d or one-element integer tensor, a NumPy
+            // integer or 0-d integer array) is one size, as in PyTorch's int-list parsing.
+            if a.cast::<PyTuple>().is_err() && a.cast::<PyList>().is_err() {
+                if let Ok(v) = a.call_method0("__index__").and_then(|v| v.extract::<i64>()) {
+                    return Ok(vec![v]);
+                }
+            }
             return extract_i64_seq(&a);
         }
     }

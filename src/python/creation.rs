@@ -134,6 +134,9 @@ fn filled(
             run(py, 0, || Tensor::full_on(target, &dims, value, dtype))?
         }
     };
+    // PyTorch fills the new tensor with `fill_`: a value the dtype cannot hold is an error
+    // (checked once the shape is known to be valid, as there).
+    value.check_fill(dtype, t.numel(), target == Device::Cpu)?;
     finish(t, requires_grad)
 }
 
@@ -438,6 +441,9 @@ fn scalar_tensor(
     let target = check_device(device)?;
     let v = number(s, "s")?;
     let dtype = opt_dtype(dtype)?.unwrap_or(crate::default_dtype());
+    // Filled like a one-element CPU tensor in PyTorch (a value the dtype cannot hold is an
+    // error, except that half / bfloat16 take it as inf).
+    v.check_fill(dtype, 1, true)?;
     finish_on(Tensor::scalar(v, dtype), target, requires_grad)
 }
 

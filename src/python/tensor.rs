@@ -7,10 +7,10 @@ use super::convert::{
 use super::{guarded, run};
 use crate::dtype::Category;
 use crate::{BinaryOp, DType, Device, Error, Scalar, Tensor, UnaryOp};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PySequence, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
 
 /// `ferrotorch.Tensor`.
 #[pyclass(name = "Tensor", module = "ferrotorch", subclass, dict, weakref)]
@@ -91,66 +91,198 @@ pub fn to_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     tensor_from_data(obj, None)
 }
 
-/// Walk nested Python sequences: shape and flat values, with the category they need.
+/// Nested Python data read as PyTorch's `internal_new_from_data` reads it: the shape, the
+/// values, and the dtype inferred as `promote_types` over the leaves (a Python bool is bool,
+/// an int int64, a float the default dtype; a NumPy scalar or array and a tensor have their
+/// own dtype, so a list of float16 scalars or of float64 0-d tensors keeps that dtype).
 struct Nested {
     shape: Vec<usize>,
-    floats: Vec<f64>,
-    ints: Vec<i64>,
-    category: Category,
+    values: Vec<Scalar>,
+    dtype: Option<DType>,
+    /// A Python int beyond int64 (kept as a float): only a float or bool dtype can hold it.
+    big_int: bool,
+    /// What an integer dtype raises for a float leaf that is not a Python float (a float
+    /// tensor, a NumPy float32 scalar): PyTorch reads those through `__index__`.
+    not_index: Option<String>,
 }
 
-fn walk(obj: &Bound<'_, PyAny>, depth: usize, acc: &mut Nested) -> PyResult<()> {
-    if let Some(s) = extract_scalar(obj) {
-        if depth != acc.shape.len() {
+impl Nested {
+    fn merge(&mut self, d: DType) {
+        self.dtype = Some(match self.dtype {
+            None => d,
+            Some(o) => crate::promote_types(o, d),
+        });
+    }
+    fn not_index(&mut self, msg: impl FnOnce() -> String) {
+        if self.not_index.is_none() {
+            self.not_index = Some(msg());
+        }
+    }
+    fn leaf(&mut self, s: Scalar, depth: usize) -> PyResult<()> {
+        if depth != self.shape.len() {
             return Err(PyValueError::new_err(
                 "expected sequence of equal-length lists, found a number where a list was expected",
             ));
         }
-        acc.category = acc.category.max(s.category());
-        acc.floats.push(s.to_f64());
-        acc.ints.push(s.to_i64());
-        return Ok(());
+        self.values.push(s);
+        Ok(())
+    }
+    /// A sequence of length `n` at `depth`: the first one there fixes that dimension.
+    fn enter(&mut self, n: usize, depth: usize) -> PyResult<()> {
+        if depth == self.shape.len() {
+            if !self.values.is_empty() {
+                return Err(PyValueError::new_err(
+                    "expected sequence of equal-length lists, found a list where a number was expected",
+                ));
+            }
+            self.shape.push(n);
+        } else if self.shape[depth] != n {
+            return Err(PyValueError::new_err(format!(
+                "expected sequence of length {} at dim {depth} (got {n})",
+                self.shape[depth]
+            )));
+        }
+        Ok(())
+    }
+    /// The row-major values `vals` of `shape` (a NumPy array, or a tensor where a list is
+    /// expected), read like nested sequences.
+    fn block(&mut self, shape: &[usize], vals: &[Scalar], depth: usize) -> PyResult<()> {
+        match shape.split_first() {
+            None => self.leaf(vals[0], depth),
+            Some((&n, rest)) => {
+                self.enter(n, depth)?;
+                let step: usize = rest.iter().product();
+                for i in 0..n {
+                    self.block(rest, &vals[i * step..(i + 1) * step], depth + 1)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The elements of `t` (row-major) as scalars of its category.
+fn tensor_values(t: &Tensor) -> PyResult<Vec<Scalar>> {
+    Ok(match t.dtype().category() {
+        Category::Float => t.to_f64_vec().into_iter().map(Scalar::Float).collect(),
+        Category::Int => t
+            .to_dtype(DType::I64)
+            .to_vec::<i64>()?
+            .into_iter()
+            .map(Scalar::Int)
+            .collect(),
+        Category::Bool => t.to_vec::<bool>()?.into_iter().map(Scalar::Bool).collect(),
+    })
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default()
+}
+
+fn walk(obj: &Bound<'_, PyAny>, depth: usize, acc: &mut Nested) -> PyResult<()> {
+    if obj.is_exact_instance_of::<PyFloat>() {
+        acc.merge(crate::default_dtype());
+        return acc.leaf(Scalar::Float(obj.extract()?), depth);
+    }
+    if obj.is_instance_of::<PyBool>() {
+        acc.merge(DType::Bool);
+        return acc.leaf(Scalar::Bool(obj.extract()?), depth);
+    }
+    if obj.is_exact_instance_of::<PyInt>()
+        || (obj.is_instance_of::<PyInt>() && !is_numpy_scalar(obj))
+    {
+        acc.merge(DType::I64);
+        return match obj.extract::<i64>() {
+            Ok(v) => acc.leaf(Scalar::Int(v), depth),
+            Err(_) => {
+                // PyTorch infers int64 and fails to unpack it, unless the dtype is a float.
+                acc.big_int = true;
+                acc.leaf(Scalar::Float(obj.extract()?), depth)
+            }
+        };
+    }
+    if is_numpy_scalar(obj) {
+        let s = extract_scalar(obj).ok_or_else(|| could_not_infer(obj))?;
+        let d = obj
+            .getattr("dtype")
+            .ok()
+            .and_then(|d| extract_dtype(&d).ok())
+            .unwrap_or(s.default_dtype());
+        acc.merge(d);
+        if matches!(s, Scalar::Float(_)) && !obj.is_instance_of::<PyFloat>() {
+            acc.not_index(|| {
+                format!(
+                    "'numpy.{}' object cannot be interpreted as an integer",
+                    type_name(obj)
+                )
+            });
+        }
+        return acc.leaf(s, depth);
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        acc.merge(crate::default_dtype());
+        return acc.leaf(Scalar::Float(obj.extract()?), depth);
     }
     if let Ok(t) = obj.cast::<PyTensor>() {
-        let t = &t.borrow().inner;
-        if t.ndim() == 0 {
-            let s = t.item()?;
-            acc.category = acc.category.max(s.category());
-            acc.floats.push(s.to_f64());
-            acc.ints.push(s.to_i64());
-            return Ok(());
+        let t = t.borrow().inner.clone();
+        acc.merge(t.dtype());
+        if t.ndim() > 0 && depth < acc.shape.len() {
+            // Where a list is expected PyTorch iterates over the tensor.
+            return acc.block(t.shape(), &tensor_values(&t)?, depth);
         }
-    }
-    let seq = obj.cast::<PySequence>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "Could not infer dtype of {}",
-            obj.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
-        ))
-    })?;
-    if obj.is_instance_of::<pyo3::types::PyString>() {
-        return Err(PyTypeError::new_err("new(): invalid data type 'str'"));
-    }
-    let n = seq.len()?;
-    if depth == acc.shape.len() {
-        if !acc.floats.is_empty() {
+        if t.numel() != 1 {
             return Err(PyValueError::new_err(
-                "expected sequence of equal-length lists, found a list where a number was expected",
+                "only one element tensors can be converted to Python scalars",
             ));
         }
-        acc.shape.push(n);
-    } else if acc.shape[depth] != n {
-        return Err(PyValueError::new_err(format!(
-            "expected sequence of length {} at dim {depth} (got {n})",
-            acc.shape[depth]
-        )));
+        if t.dtype().is_floating_point() {
+            acc.not_index(|| {
+                "only integer tensors of a single element can be converted to an index".into()
+            });
+        }
+        return acc.leaf(t.item()?, depth);
     }
+    if super::numpy_interop::is_ndarray(obj) {
+        // A sequence to PyTorch, with the array's dtype.
+        let t = super::numpy_interop::from_numpy_any(obj)?;
+        if t.ndim() == 0 {
+            return Err(PyTypeError::new_err("len() of unsized object"));
+        }
+        acc.merge(t.dtype());
+        if t.dtype().is_floating_point() && t.dtype() != DType::F64 {
+            acc.not_index(|| {
+                format!(
+                    "'numpy.{}' object cannot be interpreted as an integer",
+                    t.dtype().python_name()
+                )
+            });
+        }
+        return acc.block(t.shape(), &tensor_values(&t)?, depth);
+    }
+    if obj.is_instance_of::<PyString>() {
+        // A string inside a list is a sequence of strings without end.
+        if depth > 0 {
+            return Err(PyValueError::new_err("too many dimensions 'str'"));
+        }
+        return Err(PyTypeError::new_err("new(): invalid data type 'str'"));
+    }
+    if obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err("new(): invalid data type 'bytes'"));
+    }
+    let seq = obj.cast::<PySequence>().map_err(|_| could_not_infer(obj))?;
+    let n = seq.len()?;
+    acc.enter(n, depth)?;
     for i in 0..n {
         walk(&seq.get_item(i)?, depth + 1, acc)?;
     }
     Ok(())
+}
+
+fn could_not_infer(obj: &Bound<'_, PyAny>) -> PyErr {
+    PyRuntimeError::new_err(format!("Could not infer dtype of {}", type_name(obj)))
 }
 
 /// `ferrotorch.tensor(data, dtype)`: always copies.
@@ -159,45 +291,55 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
         let t = t.borrow().inner.clone();
         return Ok(t.to_dtype(dtype.unwrap_or(t.dtype())).clone_data());
     }
-    if is_numpy_scalar(data) {
-        // A NumPy scalar keeps its dtype (`tensor(np.float64(1.5))` is float64), as in PyTorch.
-        let arr = data
-            .py()
-            .import("numpy")?
-            .call_method1("asarray", (data,))?;
-        let t = super::numpy_interop::from_numpy_any(&arr)?;
-        return Ok(t.to_dtype(dtype.unwrap_or(t.dtype())).clone_data());
-    }
-    if let Some(s) = extract_scalar(data) {
-        return Ok(Tensor::scalar(s, dtype.unwrap_or(s.default_dtype())));
-    }
     if super::numpy_interop::is_ndarray(data) {
         let t = super::numpy_interop::from_numpy_any(data)?;
         return Ok(t.to_dtype(dtype.unwrap_or(t.dtype())).clone_data());
     }
     let mut acc = Nested {
         shape: vec![],
-        floats: vec![],
-        ints: vec![],
-        category: Category::Bool,
+        values: vec![],
+        dtype: None,
+        big_int: false,
+        not_index: None,
     };
     walk(data, 0, &mut acc)?;
-    let numel: usize = acc.shape.iter().product();
-    let inferred = if numel == 0 {
-        crate::default_dtype()
-    } else {
-        match acc.category {
-            Category::Bool => DType::Bool,
-            Category::Int => DType::I64,
-            Category::Float => crate::default_dtype(),
+    let target = dtype.unwrap_or(acc.dtype.unwrap_or_else(crate::default_dtype));
+    let Nested { shape, values, .. } = acc;
+    Ok(match target.category() {
+        Category::Float => {
+            let v: Vec<f64> = values.iter().map(|s| s.to_f64()).collect();
+            Tensor::from_vec(v, &shape)?.to_dtype(target)
         }
-    };
-    let t = if acc.category == Category::Float {
-        Tensor::from_vec(acc.floats, &acc.shape)?
-    } else {
-        Tensor::from_vec(acc.ints, &acc.shape)?
-    };
-    Ok(t.to_dtype(dtype.unwrap_or(inferred)))
+        Category::Bool => {
+            let v: Vec<bool> = values
+                .iter()
+                .map(|s| match *s {
+                    Scalar::Bool(b) => b,
+                    Scalar::Int(i) => i != 0,
+                    Scalar::Float(f) => f != 0.0,
+                })
+                .collect();
+            Tensor::from_vec(v, &shape)?
+        }
+        Category::Int => {
+            // Each value is unpacked with PyTorch's overflow check (no wrapping, except a
+            // negative int into uint8 down to -255).
+            if acc.big_int {
+                return Err(PyValueError::new_err("Overflow when unpacking long long"));
+            }
+            if let Some(msg) = acc.not_index {
+                return Err(PyTypeError::new_err(msg));
+            }
+            if values.iter().any(|s| s.overflows(target)) {
+                return Err(PyRuntimeError::new_err(format!(
+                    "value cannot be converted to type {} without overflow",
+                    target.python_name()
+                )));
+            }
+            let v: Vec<i64> = values.iter().map(|s| s.to_i64()).collect();
+            Tensor::from_vec(v, &shape)?.to_dtype(target)
+        }
+    })
 }
 
 /// A NumPy scalar (`np.float64(1.5)`, `np.int16(3)`...): not a plain Python number, and its
@@ -206,6 +348,7 @@ fn is_numpy_scalar(data: &Bound<'_, PyAny>) -> bool {
     if data.is_exact_instance_of::<PyFloat>()
         || data.is_exact_instance_of::<PyInt>()
         || data.is_instance_of::<PyBool>()
+        || super::numpy_interop::is_ndarray(data)
     {
         return false;
     }
@@ -831,16 +974,28 @@ impl PyTensor {
     }
     fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let t = slf.borrow().inner.clone();
-        let v = match extract_operand(value) {
-            Some(Operand::Scalar(s)) => s,
-            Some(Operand::Tensor(v)) if v.numel() == 1 => v.item()?,
-            _ => {
-                return Err(PyTypeError::new_err(
-                    "fill_(): value must be a number or a 1-element tensor",
-                ))
+        match extract_operand(value) {
+            // A number must fit the dtype; a 0-d tensor is cast (wrapping), as in PyTorch.
+            Some(Operand::Scalar(s)) => run(slf.py(), t.numel(), || t.fill_(s))?,
+            Some(Operand::Tensor(v)) if v.ndim() == 0 => {
+                let s = v.item()?;
+                run(slf.py(), t.numel(), || t.fill_cast_(s))?
             }
-        };
-        run(slf.py(), t.numel(), || t.fill_(v))?;
+            Some(Operand::Tensor(v)) => {
+                return Err(Error::Runtime(format!(
+                    "fill_ only supports 0-dimension value tensor but got tensor with {} \
+                     dimensions.",
+                    v.ndim()
+                ))
+                .into())
+            }
+            None => {
+                return Err(PyTypeError::new_err(format!(
+                    "fill_(): argument 'value' must be Number, not {}",
+                    value.get_type().name()?
+                )))
+            }
+        }
         Ok(slf)
     }
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {

@@ -70,50 +70,27 @@ fn varargs_tensors(args: &Bound<'_, PyTuple>) -> PyResult<Vec<Tensor>> {
     args.iter().map(|a| to_tensor(&a)).collect()
 }
 
-/// A scalar fill value: a number or a 0-d tensor.
-fn fill_value(obj: &Bound<'_, PyAny>, op: &str) -> PyResult<Scalar> {
-    match extract_operand(obj) {
-        Some(Operand::Scalar(s)) => Ok(s),
-        Some(Operand::Tensor(t)) if t.ndim() == 0 => Ok(t.item()?),
-        Some(Operand::Tensor(t)) => Err(PyRuntimeError::new_err(format!(
+/// A scalar fill value (a number or a 0-d tensor) for a tensor of `dtype`: as in PyTorch
+/// (masked_fill, index_fill) a value the dtype cannot hold is an error ("value cannot be
+/// converted to type uint8_t without overflow"), not wrapped.
+fn fill_value(obj: &Bound<'_, PyAny>, op: &str, dtype: DType) -> PyResult<Scalar> {
+    let v = match extract_operand(obj) {
+        Some(Operand::Scalar(s)) => s,
+        Some(Operand::Tensor(t)) if t.ndim() == 0 => t.item()?,
+        Some(Operand::Tensor(t)) => {
+            return Err(PyRuntimeError::new_err(format!(
             "{op} only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
             t.ndim()
-        ))),
-        None => Err(PyTypeError::new_err(format!(
-            "{op}(): value must be a number or a 0-dimensional tensor"
-        ))),
-    }
-}
-
-/// PyTorch's `masked_fill` refuses a value the destination dtype cannot hold ("value cannot
-/// be converted to type uint8_t without overflow") instead of wrapping it.
-fn check_fill_overflow(v: Scalar, dt: DType) -> PyResult<()> {
-    let x = v.to_f64();
-    let (lo, hi, name) = match dt {
-        DType::U8 => (0.0, 255.0, "uint8_t"),
-        DType::I8 => (-128.0, 127.0, "int8_t"),
-        DType::I16 => (-32768.0, 32767.0, "int16_t"),
-        DType::I32 => (i32::MIN as f64, i32::MAX as f64, "int"),
-        DType::F16 => (-65504.0, 65504.0, "c10::Half"),
-        DType::BF16 => (
-            -f64::from(half::bf16::MAX),
-            f64::from(half::bf16::MAX),
-            "c10::BFloat16",
-        ),
-        _ => return Ok(()),
+        )))
+        }
+        None => {
+            return Err(PyTypeError::new_err(format!(
+                "{op}(): value must be a number or a 0-dimensional tensor"
+            )))
+        }
     };
-    // Float destinations take inf and NaN; integer ones take neither.
-    let out_of_range = if dt.is_floating_point() {
-        x.is_finite() && (x < lo || x > hi)
-    } else {
-        x.is_nan() || x < lo || x > hi
-    };
-    if out_of_range {
-        return Err(PyRuntimeError::new_err(format!(
-            "value cannot be converted to type {name} without overflow"
-        )));
-    }
-    Ok(())
+    v.check_fits(dtype)?;
+    Ok(v)
 }
 
 fn tensor_or_scalar(obj: &Bound<'_, PyAny>) -> PyResult<TensorOrScalar> {
@@ -849,7 +826,7 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let t = slf.borrow().inner.clone();
         let i = to_tensor(index)?;
-        let v = fill_value(value, "index_fill_")?;
+        let v = fill_value(value, "index_fill_", t.dtype())?;
         run(slf.py(), t.numel(), || t.index_fill_(dim, &i, v))?;
         Ok(slf)
     }
@@ -862,7 +839,7 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let t = &self.inner;
         let i = to_tensor(index)?;
-        let v = fill_value(value, "index_fill")?;
+        let v = fill_value(value, "index_fill", t.dtype())?;
         Ok(run(py, t.numel(), || t.index_fill(dim, &i, v))?.into())
     }
     fn masked_fill_<'py>(
@@ -872,8 +849,7 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let t = slf.borrow().inner.clone();
         let m = to_tensor(mask)?;
-        let v = fill_value(value, "masked_fill_")?;
-        check_fill_overflow(v, t.dtype())?;
+        let v = fill_value(value, "masked_fill_", t.dtype())?;
         run(slf.py(), t.numel(), || t.masked_fill_(&m, v))?;
         Ok(slf)
     }
@@ -885,8 +861,7 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let t = &self.inner;
         let m = to_tensor(mask)?;
-        let v = fill_value(value, "masked_fill")?;
-        check_fill_overflow(v, t.dtype())?;
+        let v = fill_value(value, "masked_fill", t.dtype())?;
         Ok(run(py, t.numel(), || t.masked_fill(&m, v))?.into())
     }
     fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyAny>) -> PyResult<PyTensor> {

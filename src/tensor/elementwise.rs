@@ -457,6 +457,15 @@ impl Tensor {
                     "Integers to negative integer powers are not allowed.".into(),
                 ));
             }
+            // The exponent is converted to an integer or half/bfloat16 dtype with PyTorch's
+            // overflow check (float32/64 kernels take it as a double).
+            let common = ResultType::new()
+                .tensor(self.dtype(), self.ndim())
+                .scalar(s)
+                .finish();
+            if !matches!(common, DType::F32 | DType::F64) {
+                s.check_fits(common)?;
+            }
             // PyTorch computes `x ** 0.5` as sqrt (pow(-0., .5) = -0., pow(-inf, .5) = nan,
             // where IEEE pow gives +0. and inf); the node stays PowBackward0.
             if self.dtype().is_floating_point() && matches!(s, Scalar::Float(v) if v == 0.5) {

@@ -1290,6 +1290,13 @@ impl Tensor {
             )));
         }
         let dtype = y.add_to(x.add_to(ResultType::new())).finish();
+        // PyTorch converts a scalar operand to the result dtype as it fills a one-element
+        // CPU tensor: an integer dtype (or float32) that cannot hold it is an error.
+        for v in [x, y] {
+            if let TensorOrScalar::Scalar(s) = v {
+                s.check_fill(dtype, 1, true)?;
+            }
+        }
         let xt = x.to_tensor(dtype);
         let yt = y.to_tensor(dtype);
         let shape = broadcast_shapes("where", cond.shape(), xt.shape())?;

@@ -422,8 +422,17 @@ impl Tensor {
         Ok(out)
     }
 
-    /// Fill every element with `value` in place.
+    /// Fill every element with the number `value` in place. As in PyTorch, a value the
+    /// dtype cannot hold is an error ("value cannot be converted to type int8_t without
+    /// overflow"), not wrapped: see [`Scalar::check_fill`].
     pub fn fill_(&self, value: Scalar) -> Result<()> {
+        value.check_fill(self.dtype(), self.numel(), self.device() == Device::Cpu)?;
+        self.fill_cast_(value)
+    }
+
+    /// Fill every element with `value` converted like a tensor cast (integers wrap, floats
+    /// beyond the range become inf): `fill_` with a 0-d tensor value.
+    pub fn fill_cast_(&self, value: Scalar) -> Result<()> {
         let src = Tensor::scalar(value, self.dtype());
         self.copy_(&src)
     }

@@ -444,3 +444,21 @@ def test_dlpack_exchange_with_torch_cuda_shares_memory(dtype):
     del src, view
     real.cuda.empty_cache()
     assert cpu_np(ours).shape == (5, 2)
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_python_number_overflow_checked_on_the_gpu():
+    # the same check as on the CPU (PyTorch's c10::checked_convert), except that a CUDA
+    # one-element half tensor is checked too (PyTorch's unchecked path is CPU-only)
+    a = torch.tensor([1, 2, 3], dtype=torch.int8, device="cuda")
+    for f in (lambda: a.clone().fill_(300), lambda: a.new_full((2,), 300),
+              lambda: torch.full((2,), 300, dtype=torch.int8, device="cuda"),
+              lambda: a.pow(300), lambda: torch.where(a > 2, a, 300),
+              lambda: torch.zeros(1, dtype=torch.float16, device="cuda").fill_(1e10)):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            f()
+    assert a.clone().fill_(torch.tensor(300)).cpu().tolist() == [44, 44, 44]
+    assert torch.where(a > 2, a.half(), 1e10).cpu().tolist() == [float("inf")] * 2 + [3.0]
+    u = torch.tensor([1, 2], dtype=torch.uint8, device="cuda")
+    assert u.clone().fill_(-1).cpu().tolist() == [255, 255]

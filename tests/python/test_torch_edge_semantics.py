@@ -149,3 +149,71 @@ def test_inplace_with_strided_operand_of_another_dtype(op, dst, src):
     want = ufunc(x.double().numpy(), other.T[::2].astype(np.float64))
     getattr(x, op)(y)
     np.testing.assert_allclose(x.double().numpy(), want, rtol=1e-5)
+
+
+def test_python_number_that_overflows_the_dtype_is_refused():
+    # fill_/full/new_full/pow's exponent/where's scalar convert a Python number with
+    # PyTorch's overflow check; a 0-d tensor value and the arithmetic ops wrap instead.
+    a = torch.tensor([1, 2, 3], dtype=torch.int8)
+    for f, name in [(lambda: a.clone().fill_(300), "int8_t"),
+                    (lambda: a.new_full((2,), -129), "int8_t"),
+                    (lambda: torch.full((2,), 1e10, dtype=torch.float16), "c10::Half"),
+                    (lambda: torch.zeros(2).fill_(1e300), "float"),
+                    (lambda: torch.zeros(2, dtype=torch.int64).fill_(float("inf")), "int64_t"),
+                    (lambda: torch.zeros(2, dtype=torch.int16).pow(70000), "int16_t"),
+                    (lambda: a.pow(300), "int8_t"),
+                    (lambda: torch.where(a > 2, a, 300), "int8_t"),
+                    (lambda: torch.where(a > 2, a.float(), 1e300), "float"),
+                    (lambda: a.index_fill(0, torch.tensor([0]), 300), "int8_t"),
+                    (lambda: torch.scalar_tensor(300, dtype=torch.int8), "int8_t")]:
+        with pytest.raises(RuntimeError,
+                           match=f"value cannot be converted to type {name} without overflow"):
+            f()
+    u = torch.tensor([1, 2], dtype=torch.uint8)
+    assert u.clone().fill_(-255).tolist() == [1, 1]  # a negative int wraps down to -max
+    with pytest.raises(RuntimeError, match="uint8_t"):
+        u.clone().fill_(-256)
+    assert u.masked_fill(u > 1, -2).tolist() == [1, 254]
+    assert torch.where(u > 1, u, -1).tolist() == [255, 2]
+    assert a.clone().fill_(torch.tensor(300)).tolist() == [44, 44, 44]
+    assert (a + 300).tolist() == [45, 46, 47]
+    assert (300 ** a).tolist() == [44, -112, -64]
+    assert torch.zeros(2, dtype=torch.bool).fill_(300).tolist() == [True, True]
+    # a one-element CPU half tensor is filled unchecked (inf), as in PyTorch; so is where's
+    # scalar for half
+    assert torch.zeros(1, dtype=torch.float16).fill_(1e10).tolist() == [float("inf")]
+    assert torch.where(a > 2, a.half(), 1e10).tolist() == [float("inf")] * 2 + [3.0]
+    with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor"):
+        a.clone().fill_(torch.tensor([2]))
+
+
+def test_tensor_data_dtype_inference_and_overflow():
+    assert torch.tensor([np.float16(1.5), 2]).dtype == torch.float16
+    assert torch.tensor([np.uint8(1), np.int8(2)]).dtype == torch.int16
+    assert torch.tensor([torch.tensor(1.5, dtype=torch.float64), torch.tensor(1.0)]).dtype \
+        == torch.float64
+    assert torch.tensor([torch.tensor(1, dtype=torch.int8), 2]).dtype == torch.int64
+    t = torch.tensor([np.array([1, 2], dtype=np.float32), np.array([3, 4.5])])
+    assert t.dtype == torch.float64 and t.tolist() == [[1.0, 2.0], [3.0, 4.5]]
+    assert torch.tensor([[1, 2], torch.tensor([3, 4])]).tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(ValueError, match="only one element tensors"):
+        torch.tensor([torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])])
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        torch.tensor([1, 2**63])
+    assert torch.tensor([2**70], dtype=torch.float64).tolist() == [2.0**70]
+    assert torch.tensor([-1, -255], dtype=torch.uint8).tolist() == [255, 1]
+    for data, dtype, name in [([256], torch.uint8, "uint8"), ([-129], torch.int8, "int8"),
+                              ([float("inf")], torch.int64, "int64"),
+                              ([float("nan")], torch.int32, "int32"), (200, torch.int8, "int8")]:
+        with pytest.raises(RuntimeError,
+                           match=f"value cannot be converted to type {name} without overflow"):
+            torch.tensor(data, dtype=dtype)
+    assert torch.tensor([1e6], dtype=torch.float16).tolist() == [float("inf")]
+    for data, kind in [(None, "NoneType"), ({1, 2}, "set"), ((x for x in range(2)), "generator")]:
+        with pytest.raises(RuntimeError, match=f"Could not infer dtype of {kind}"):
+            torch.tensor(data)
+    with pytest.raises(TypeError, match="invalid data type 'bytes'"):
+        torch.tensor(b"ab")
+    assert torch.zeros(torch.tensor(2)).shape == (2,)
+    assert torch.ones(torch.tensor(2), torch.tensor(3)).shape == (2, 3)
+    assert torch.empty(np.array(2)).shape == (2,)

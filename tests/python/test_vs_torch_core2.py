@@ -290,42 +290,64 @@ CREATION = {
     "tril_indices_far_below": lambda m: m.tril_indices(3, 3, -5),
     "triu_indices_far_right": lambda m: m.triu_indices(3, 4, 10),
     "tril_indices_int32": lambda m: m.tril_indices(3, 3, dtype=m.int32),
+    # the dtype of nested data is promote_types over its leaves (NumPy scalars, arrays and
+    # tensors keep their own dtype); an explicit integer dtype refuses what it cannot hold
+    "list_of_np_u8_i8_scalars": lambda m: m.tensor([np.uint8(1), np.int8(2)]),
+    "list_of_np_f16_and_int": lambda m: m.tensor([np.float16(1.5), 2]),
+    "list_of_np_f16_and_float": lambda m: m.tensor([np.float16(1.5), 2.0]),
+    "list_of_0d_i8_tensors": lambda m: m.tensor([m.tensor(1, dtype=m.int8), m.tensor(2,
+                                                                                   dtype=m.int8)]),
+    "list_of_0d_i8_tensor_and_int": lambda m: m.tensor([m.tensor(1, dtype=m.int8), 2]),
+    "list_of_0d_f64_and_f32_tensors": lambda m: m.tensor([m.tensor(1.5, dtype=m.float64),
+                                                          m.tensor(1.0)]),
+    "list_of_1elem_1d_tensors": lambda m: m.tensor([m.tensor([1.0]), m.tensor([3.0])]),
+    "list_with_tensor_row": lambda m: m.tensor([[1, 2], m.tensor([3, 4])]),
+    "list_of_np_f32_f64_arrays": lambda m: m.tensor([np.array([1, 2], dtype=np.float32),
+                                                     np.array([3, 4.5])]),
+    "list_of_np_ragged_arrays": lambda m: m.tensor([np.array([1, 2]), np.array([3])]),
+    "list_of_np_0d_arrays": lambda m: m.tensor([np.array(1.5), np.array(2)]),
+    "list_of_np_empty_arrays": lambda m: m.tensor([np.array([], dtype=np.int32)]),
+    "list_of_np_f32_arrays_to_int": lambda m: m.tensor([np.array([1.5], dtype=np.float32)],
+                                                       dtype=m.int64),
+    "list_of_np_f64_arrays_to_int": lambda m: m.tensor([np.array([1.5, -2.5])], dtype=m.int64),
+    "list_of_np_arrays_int8_overflow": lambda m: m.tensor([np.array([300])], dtype=m.int8),
+    "np_i64_scalar_int8_overflow": lambda m: m.tensor(np.int64(300), dtype=m.int8),
+    "np_f16_scalar": lambda m: m.tensor(np.float16(1.5)),
+    "float_0d_tensor_to_int": lambda m: m.tensor([m.tensor(2.0)], dtype=m.int64),
+    "int_0d_tensor_overflow": lambda m: m.tensor([m.tensor(300)], dtype=m.int8),
+    "tensor_overflow_scalar": lambda m: m.tensor(2**64),
+    "tensor_overflow_nested": lambda m: m.tensor([[1], [2**70]]),
+    "tensor_overflow_to_float64": lambda m: m.tensor([2**70], dtype=m.float64),
+    "tensor_overflow_to_bool": lambda m: m.tensor([2**70, 0], dtype=m.bool),
+    "list_with_none": lambda m: m.tensor([1, None]),
+    "list_of_sets": lambda m: m.tensor([{1}]),
+    "dict": lambda m: m.tensor({1: 2}),
+    "list_of_str": lambda m: m.tensor(["ab"]),
+    "list_of_bytes": lambda m: m.tensor([b"ab"]),
+    "bytearray": lambda m: m.tensor(bytearray(b"ab")),
+    "uint8_takes_minus_255": lambda m: m.tensor([-1, -255], dtype=m.uint8),
+    "uint8_refuses_minus_256": lambda m: m.tensor([-256], dtype=m.uint8),
+    "uint8_refuses_negative_float": lambda m: m.tensor([-0.5], dtype=m.uint8),
+    "int8_refuses_127_5": lambda m: m.tensor([127.5], dtype=m.int8),
+    "int8_scalar_overflow": lambda m: m.tensor(200, dtype=m.int8),
+    "nan_to_int32": lambda m: m.tensor([float("nan")], dtype=m.int32),
+    "int32_float_overflow": lambda m: m.tensor([1e10], dtype=m.int32),
+    "bool_dtype_big_values": lambda m: m.tensor([300, 0.0, float("nan")], dtype=m.bool),
+    "f32_dtype_huge_float": lambda m: m.tensor([1e300], dtype=m.float32),
+    "as_tensor_int8_overflow": lambda m: m.as_tensor([300], dtype=m.int8),
+    "new_tensor_int8_overflow": lambda m: m.zeros(1, dtype=m.int8).new_tensor([300]),
+    "zeros_0d_tensor_sizes": lambda m: m.zeros(m.tensor(2), m.tensor(3)),
+    "zeros_1elem_tensor_size": lambda m: m.zeros(m.tensor([2])),
+    "zeros_2elem_tensor_size": lambda m: m.zeros(m.tensor([2, 3])),
+    "zeros_0d_float_tensor_size": lambda m: m.zeros(m.tensor(2.0)),
+    "zeros_np_0d_size": lambda m: m.zeros(np.array(2)),
+    "ones_0d_tensor_size": lambda m: m.ones(m.tensor(2)),
+    "empty_0d_tensor_size": lambda m: m.empty(m.tensor(2)).shape,
+    "randn_0d_tensor_size": lambda m: m.randn(m.tensor(2)).shape,
+    "new_zeros_0d_tensor_size": lambda m: m.arange(3).new_zeros(m.tensor(2)),
+    "expand_0d_tensor_size": lambda m: m.ones(1).expand(m.tensor(3)),
 }
-CREATION_XFAIL = {
-    "tensor_overflow": "ferrotorch raises TypeError('Could not infer dtype of int') for an int "
-                       "beyond int64; PyTorch raises ValueError('Overflow when unpacking long "
-                       "long') (src/python/tensor.rs, tensor data extraction)",
-    "tensor_none": "torch.tensor(None) raises RuntimeError('Could not infer dtype of NoneType'); "
-                   "ferrotorch raises TypeError (src/python/tensor.rs, the 'Could not infer "
-                   "dtype' PyTypeError)",
-    "list_of_1d_tensors": "torch.tensor([t1, t2]) of 1-d tensors raises TypeError('Could not infer "
-                          "dtype of Tensor'); PyTorch raises ValueError('only one element tensors "
-                          "can be converted to Python scalars') (src/python/tensor.rs)",
-    "list_of_np_arrays": "torch.tensor([np.array([1, 2]), np.array([3, 4])]) raises TypeError "
-                         "('Could not infer dtype of ndarray'); PyTorch builds a (2, 2) tensor "
-                         "(src/python/tensor.rs, tensor data extraction)",
-    "list_of_np_f16_scalars": "a list of NumPy float16 scalars gives float32; PyTorch keeps "
-                              "float16 (src/python/tensor.rs, scalar dtype inference)",
-    "list_of_0d_f64_tensors": "a list of float64 0-d tensors gives float32 (only the category is "
-                              "kept); PyTorch gives float64 (src/python/tensor.rs, the 0-d tensor "
-                              "branch of the data extraction)",
-    "int_out_of_uint8_range": "torch.tensor([-1, 256], dtype=torch.uint8) wraps; PyTorch raises "
-                              "RuntimeError('value cannot be converted to type uint8 without "
-                              "overflow') (src/python/tensor.rs, tensor_from_data)",
-    "int_out_of_int8_range": "torch.tensor([200], dtype=torch.int8) wraps; PyTorch raises "
-                             "RuntimeError (overflow) (src/python/tensor.rs, tensor_from_data)",
-    "inf_to_int64": "torch.tensor([inf], dtype=torch.int64) gives a value; PyTorch raises "
-                    "RuntimeError (overflow) (src/python/tensor.rs, tensor_from_data)",
-    "generator": "RuntimeError in PyTorch ('Could not infer dtype of generator'), TypeError here "
-                 "(src/python/tensor.rs)",
-    "set": "RuntimeError in PyTorch ('Could not infer dtype of set'), TypeError here "
-           "(src/python/tensor.rs)",
-    "bytes": "torch.tensor(b'ab') gives tensor([97, 98]); PyTorch raises TypeError('new(): "
-             "invalid data type bytes') (src/python/tensor.rs: only str is rejected)",
-    "zeros_0d_tensor_size": "torch.zeros(torch.tensor(2)) raises TypeError (expected a sequence "
-                            "of integers); PyTorch takes a 0-d integer tensor as a size "
-                            "(src/python/convert.rs, extract_shape_args)",
-}
+CREATION_XFAIL = {}
 
 
 @pytest.mark.parametrize("name", params(CREATION, CREATION_XFAIL))
@@ -825,8 +847,6 @@ INDEX_OPS_XFAIL = {
                               "RuntimeError('index_add_(): self (Float) and source (Double) "
                               "must have the same scalar type') (src/python/views.rs, "
                               "Tensor.index_add / index_add_)",
-    "fill_1d_tensor": "fill_ accepts a 1-element 1-d tensor; PyTorch raises RuntimeError('fill_ "
-                      "only supports 0-dimension value tensor') (src/python/tensor.rs, fill_)",
 }
 
 @pytest.mark.parametrize("name,dtype", params(INDEX_OPS, INDEX_OPS_XFAIL, DTYPES))
@@ -1093,8 +1113,6 @@ def test_python_scalars(name, dtype):
             continue  # torch wraps the bound to 254 (see test_vs_torch_core.test_ternary)
         if name in ("pow", "pow_") and dtype == "bool" and s is True:
             continue  # see test_bool_pow_bool_scalar
-        if name == "masked_fill" and dtype == "uint8" and s == -2:
-            continue
         both(lambda m, a, s=s: SCALAR_OPS[name](cast(m, a, dtype).t(), s), _SA)
 
 
@@ -1104,14 +1122,66 @@ SCALAR_OVERFLOW = {
     "pow": lambda m, a: a.pow(300),
     "where": lambda m, a: m.where(a > 2, a, 300),
     "fill_f16": lambda m, a: a.half().fill_(1e10),
+    # the same conversion elsewhere, and what it lets through
+    "fill_minus_129": lambda m, a: a.clone().fill_(-129),
+    "fill_float": lambda m, a: a.clone().fill_(127.5),
+    "fill_nan": lambda m, a: a.clone().fill_(float("nan")),
+    "fill_inf": lambda m, a: a.clone().fill_(float("inf")),
+    "fill_empty": lambda m, a: a[:0].clone().fill_(300),
+    "fill_np_int": lambda m, a: a.clone().fill_(np.int64(300)),
+    "fill_uint8_minus_255": lambda m, a: a.to(m.uint8).fill_(-255),
+    "fill_uint8_minus_256": lambda m, a: a.to(m.uint8).fill_(-256),
+    "fill_uint8_minus_1_float": lambda m, a: a.to(m.uint8).fill_(-1.0),
+    "fill_int16": lambda m, a: a.to(m.int16).fill_(40000),
+    "fill_int32": lambda m, a: a.int().fill_(2**31),
+    "fill_int64_inf": lambda m, a: a.long().fill_(float("inf")),
+    "fill_bool": lambda m, a: a.bool().fill_(300),
+    "fill_f16_inf": lambda m, a: a.half().fill_(float("inf")),
+    "fill_f16_65519": lambda m, a: a.half().fill_(65519.0),
+    "fill_f16_one_element": lambda m, a: a[0, :1].half().fill_(1e10),
+    "fill_bf16": lambda m, a: a.bfloat16().fill_(1e300),
+    "fill_f32": lambda m, a: a.float().fill_(1e300),
+    "fill_0d_tensor_wraps": lambda m, a: a.clone().fill_(m.tensor(300)),
+    "fill_0d_tensor_f16_inf": lambda m, a: a.half().fill_(m.tensor(1e10)),
+    "fill_2d_tensor": lambda m, a: a.clone().fill_(m.tensor([[2]])),
+    "full": lambda m, a: m.full((2,), 300, dtype=m.int8),
+    "full_0d_tensor_value": lambda m, a: m.full((2,), m.tensor(300), dtype=m.int8),
+    "full_like": lambda m, a: m.full_like(a, 300),
+    "full_f16": lambda m, a: m.full((2,), 1e10, dtype=m.float16),
+    "full_f16_one_element": lambda m, a: m.full((1,), 1e10, dtype=m.float16),
+    "zeros_like_fill": lambda m, a: m.zeros_like(a).fill_(300),
+    "scalar_tensor": lambda m, a: m.scalar_tensor(300, dtype=m.int8),
+    "scalar_tensor_uint8_minus_1": lambda m, a: m.scalar_tensor(-1, dtype=m.uint8),
+    "scalar_tensor_f16": lambda m, a: m.scalar_tensor(1e10, dtype=m.float16),
+    "pow_": lambda m, a: a.clone().pow_(300),
+    "pow_dunder": lambda m, a: a ** 300,
+    "pow_0d": lambda m, a: a[0, 0].pow(300),
+    "pow_int16": lambda m, a: a.to(m.int16).pow(70000),
+    "pow_f16": lambda m, a: a.half().pow(1e10),
+    "pow_f16_int": lambda m, a: a.half().pow(70000),
+    "pow_f32": lambda m, a: a.float().pow(1e300),
+    "pow_float_exponent": lambda m, a: a.pow(2.5),
+    "rpow_wraps": lambda m, a: 300 ** a,
+    "where_left": lambda m, a: m.where(a > 2, 300, a),
+    "where_method": lambda m, a: a.where(a > 2, 300),
+    "where_uint8_minus_1": lambda m, a: m.where(a > 2, a.to(m.uint8), -1),
+    "where_uint8_minus_256": lambda m, a: m.where(a > 2, a.to(m.uint8), -256),
+    "where_f32": lambda m, a: m.where(a > 2, a.float(), 1e300),
+    "where_f16": lambda m, a: m.where(a > 2, a.half(), 1e10),
+    "where_int64_float": lambda m, a: m.where(a > 2, a.long(), 1e300),
+    "where_two_scalars": lambda m, a: m.where(a > 2, 300, 1),
+    "where_0d_tensor_wraps": lambda m, a: m.where(a > 2, a, m.tensor(300)),
+    "masked_fill": lambda m, a: a.masked_fill(a > 2, 300),
+    "masked_fill_uint8_minus_2": lambda m, a: a.to(m.uint8).masked_fill(a > 2, -2),
+    "masked_fill_0d_tensor": lambda m, a: a.masked_fill(a > 2, m.tensor(300)),
+    "index_fill": lambda m, a: a.index_fill(0, m.tensor([0]), 300),
+    "index_fill_f16": lambda m, a: a.half().index_fill(0, m.tensor([0]), 1e10),
+    "add_wraps": lambda m, a: a + 300,
+    "mul_wraps": lambda m, a: a * 300,
 }
 
 
 @pytest.mark.parametrize("name", list(SCALAR_OVERFLOW))
-@pytest.mark.xfail(strict=True, reason="a Python scalar out of an integer (or float16) dtype's "
-                   "range wraps (or becomes inf) in fill_/new_full/pow/where; PyTorch raises "
-                   "RuntimeError('value cannot be converted to type int8_t without overflow') "
-                   "(the native scalar-to-dtype conversion has no range check)")
 def test_python_scalar_overflow(name):
     both(SCALAR_OVERFLOW[name], _SA.astype(np.int8))
 
