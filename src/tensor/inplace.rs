@@ -12,7 +12,14 @@ use crate::{with_dtype, Error, Result};
 /// In-place ops PyTorch lets write into a tensor whose elements overlap: `fill_`/`zero_`, the
 /// index writes `index_put_` (setitem with advanced indices), `masked_fill_` and `index_fill_`
 /// (PyTorch warns that this is deprecated), and `tril_`/`triu_`.
-const OVERLAP_ALLOWED: &[&str] = &["fill", "index_put", "masked_fill", "index_fill", "tril", "triu"];
+const OVERLAP_ALLOWED: &[&str] = &[
+    "fill",
+    "index_put",
+    "masked_fill",
+    "index_fill",
+    "tril",
+    "triu",
+];
 
 impl Tensor {
     /// True when several elements are one memory location for sure: a dim of size > 1 with
