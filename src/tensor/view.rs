@@ -168,7 +168,7 @@ impl Tensor {
             } else {
                 let r = b / a;
                 let must = |what: &str, v: usize| {
-                    if v % r == 0 {
+                    if v.is_multiple_of(r) {
                         Ok(())
                     } else {
                         Err(fail(format!("{what} must be divisible by {r}"), Some(v)))
