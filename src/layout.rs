@@ -37,6 +37,23 @@ pub fn normalize_dim(dim: i64, ndim: usize) -> Result<usize> {
     Ok(d as usize)
 }
 
+/// Flags for the dims listed in `dims` (negative allowed), refusing a dim listed twice, as
+/// PyTorch's `dim_list_to_bitset`. A 0-d tensor accepts dim 0 / -1 (and has no flag to set).
+pub fn dim_list_mask(dims: &[i64], ndim: usize) -> Result<Vec<bool>> {
+    let mut seen = vec![false; ndim.max(1)];
+    for &d in dims {
+        let k = normalize_dim(d, ndim)?;
+        if seen[k] {
+            return Err(Error::Runtime(format!(
+                "dim {k} appears multiple times in the list of dims"
+            )));
+        }
+        seen[k] = true;
+    }
+    seen.truncate(ndim);
+    Ok(seen)
+}
+
 /// Broadcast two shapes with NumPy/PyTorch rules.
 pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Dims> {
     let n = a.len().max(b.len());

@@ -8,6 +8,7 @@ use crate::{DType, Device, Element, Error, Result};
 use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Keeps the memory behind a `CpuStorage` alive.
 type Owner = Box<dyn Any + Send + Sync>;
@@ -138,6 +139,11 @@ pub enum StorageData {
 pub struct Storage {
     data: StorageData,
     version: AtomicU64,
+    /// For a reinterpretation of another storage's bytes as another dtype
+    /// (`Tensor.view(dtype)`): the storage that owns the memory. It is kept alive by this
+    /// one, its version counter is this one's (a write through either is seen by autograd
+    /// through both), and tensors over either share memory.
+    alias_of: Option<Arc<Storage>>,
 }
 
 impl Storage {
@@ -145,13 +151,67 @@ impl Storage {
         Storage {
             data: StorageData::Cpu(s),
             version: AtomicU64::new(0),
+            alias_of: None,
         }
     }
     pub fn cuda(s: crate::cuda::CudaStorage) -> Self {
         Storage {
             data: StorageData::Cuda(s),
             version: AtomicU64::new(0),
+            alias_of: None,
         }
+    }
+
+    /// The storage that owns this one's memory: itself, or the one it reinterprets.
+    pub fn root(self: &Arc<Storage>) -> &Arc<Storage> {
+        self.alias_of.as_ref().unwrap_or(self)
+    }
+
+    /// The same bytes seen as elements of `dtype` (`Tensor.view(dtype)`), zero-copy: a
+    /// storage over this one's memory that keeps it alive and shares its version counter.
+    /// Trailing bytes that do not fill a whole element of `dtype` are left out. A `Bool`
+    /// reinterpretation of other bytes needs every byte to be 0 or 1 (the only valid bools);
+    /// the caller checks that (see `Tensor::view_dtype`).
+    pub(crate) fn reinterpret(self: &Arc<Storage>, dtype: DType) -> Result<Storage> {
+        let root = self.root().clone();
+        let len = self.len() * self.dtype().size() / dtype.size();
+        let data = match &self.data {
+            StorageData::Cpu(_) if len == 0 => {
+                // Nothing to share (and an empty buffer's dangling pointer may not be
+                // aligned for `dtype`).
+                crate::with_dtype!(dtype, T, {
+                    StorageData::Cpu(CpuStorage::from_vec(Vec::<T>::new()))
+                })
+            }
+            StorageData::Cpu(c) => {
+                let owner: Owner = Box::new(root.clone());
+                // SAFETY: the memory holds `len * dtype.size()` initialised bytes (within the
+                // source's buffer), kept alive by `owner`; every bit pattern is a valid value
+                // of the numeric dtypes, and the caller checks the bytes for `Bool`.
+                // `from_foreign` checks the alignment.
+                StorageData::Cpu(unsafe {
+                    CpuStorage::from_foreign(c.as_ptr(), len, dtype, c.is_writable(), owner)?
+                })
+            }
+            StorageData::Cuda(c) => {
+                let owner: Owner = Box::new(root.clone());
+                // SAFETY: as above; the device memory stays allocated while `owner` lives.
+                StorageData::Cuda(unsafe {
+                    crate::cuda::CudaStorage::from_foreign(
+                        c.ordinal(),
+                        c.device_ptr(),
+                        len,
+                        dtype,
+                        owner,
+                    )?
+                })
+            }
+        };
+        Ok(Storage {
+            data,
+            version: AtomicU64::new(0),
+            alias_of: Some(root),
+        })
     }
     pub fn device(&self) -> Device {
         match &self.data {
@@ -197,9 +257,17 @@ impl Storage {
     }
     /// Current version (bumped by every in-place write).
     pub fn version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
+        match &self.alias_of {
+            Some(root) => root.version(),
+            None => self.version.load(Ordering::Acquire),
+        }
     }
     pub fn bump_version(&self) {
-        self.version.fetch_add(1, Ordering::AcqRel);
+        match &self.alias_of {
+            Some(root) => root.bump_version(),
+            None => {
+                self.version.fetch_add(1, Ordering::AcqRel);
+            }
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! Bindings for views, indexing (`__getitem__`/`__setitem__`/`__iter__`), the gather/scatter
 //! family and joins. Argument conversion only: the logic is in `tensor::{view,index,join}`.
 
-use super::convert::{extract_i64_seq, extract_index_int, extract_scalar, extract_shape_args};
+use super::convert::{
+    extract_i64_seq, extract_index_int, extract_scalar, extract_shape_args, PyDType,
+};
 use super::numpy_interop::{from_numpy_any, is_ndarray};
 use super::run;
 use super::tensor::{extract_operand, size_object, tensor_from_data, to_tensor, Operand, PyTensor};
@@ -306,12 +308,36 @@ fn setitem_value(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Tensor> {
 impl PyTensor {
     // ------------------------------------------------------------ views
     /// `view(*shape)`: same data, new shape (no copy; fails if strides don't allow it).
-    #[pyo3(signature = (*args, size=None))]
+    /// `view(dtype)`: the same bytes as another dtype (no copy; see `Tensor::view_dtype`).
+    #[pyo3(signature = (*args, size=None, dtype=None))]
     fn view(
         &self,
         args: &Bound<'_, PyTuple>,
         size: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
+        let positional_dtype = match args.len() {
+            1 => args.get_item(0)?.extract::<PyDType>().ok(),
+            _ => None,
+        };
+        match (positional_dtype, dtype) {
+            (Some(d), None) if size.is_none() => return Ok(self.inner.view_dtype(d.0)?.into()),
+            (None, Some(d)) if args.is_empty() && size.is_none() => {
+                let d = d.extract::<PyDType>().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "view(): argument 'dtype' must be torch.dtype, not {}",
+                        d.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    ))
+                })?;
+                return Ok(self.inner.view_dtype(d.0)?.into());
+            }
+            (None, None) => {}
+            _ => {
+                return Err(PyTypeError::new_err(
+                    "view() received an invalid combination of arguments: expected (torch.dtype dtype) or (tuple of ints size)",
+                ))
+            }
+        }
         let s = shape_args(args, size, "size")?;
         Ok(self.inner.view(&s)?.into())
     }

@@ -771,6 +771,7 @@ impl Tensor {
         reduce: &str,
         include_self: bool,
     ) -> Result<()> {
+        self.check_inplace_overlap("scatter_reduce")?;
         if self.grad_inplace(&[src]) {
             return self.inplace(&[src], "scatter_reduce", |me| {
                 me.scatter_reduce(dim, index, src, reduce, include_self)

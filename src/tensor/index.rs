@@ -245,9 +245,13 @@ impl Tensor {
             match i {
                 TensorIndex::Int(_) | TensorIndex::Slice { .. } => consumed += 1,
                 TensorIndex::Tensor(t) => {
+                    // Index tensors are int64/int32 (or byte/bool masks); a 0-d integer tensor of
+                    // any width acts as a Python int.
+                    let int_index = matches!(t.dtype(), DType::I64 | DType::I32)
+                        || (t.ndim() == 0 && t.dtype().category() == Category::Int);
                     if is_mask_dtype(t.dtype()) {
                         consumed += t.ndim();
-                    } else if t.dtype().category() == Category::Int {
+                    } else if int_index {
                         consumed += 1;
                     } else {
                         return Err(Error::Index(
@@ -778,6 +782,12 @@ impl Tensor {
     pub(crate) fn index_select_raw(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         let d = normalize_dim(dim, self.ndim())?;
         let vals = Self::dim_index(index, "index_select")?;
+        if self.ndim() == 0 && vals.len() != 1 {
+            return Err(Error::Runtime(format!(
+                "index_select(): Index to scalar can have only 1 value, got {} value(s)",
+                vals.len()
+            )));
+        }
         let l = self.layout_1d();
         let pos = positions(&vals, l.shape[d], false, |_| {
             Error::Index("index out of range in self".into())
@@ -853,6 +863,13 @@ impl Tensor {
         source: &Tensor,
         alpha: Scalar,
     ) -> Result<()> {
+        if source.dtype() != self.dtype() {
+            return Err(Error::Runtime(format!(
+                "index_add_(): self ({}) and source ({}) must have the same scalar type",
+                self.dtype().torch_name(),
+                source.dtype().torch_name()
+            )));
+        }
         if !self.dtype().is_floating_point() && matches!(alpha, Scalar::Float(_)) {
             return Err(Error::Runtime(
                 "For integral input tensors, argument alpha must not be a floating point number."

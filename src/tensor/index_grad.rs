@@ -343,6 +343,14 @@ impl Tensor {
 
     /// `self[idx] = value` (`accumulate`: `+=`, summing repeated indices).
     pub fn index_put_(&self, idx: &[TensorIndex], value: &Tensor, accumulate: bool) -> Result<()> {
+        if !accumulate && self.has_internal_overlap() {
+            // With basic indices only this is PyTorch's `self[idx].copy_(value)`, refused when
+            // that view overlaps itself; advanced indices (a copy, not a view) may write it.
+            let view = crate::no_grad(|| self.index_raw(idx))?;
+            if view.shares_storage(self) {
+                view.check_inplace_overlap("copy")?;
+            }
+        }
         if self.grad_inplace(&[value]) {
             return self.inplace(&[value], "index_put", |me| {
                 me.index_put(idx, value, accumulate)
@@ -413,6 +421,7 @@ impl Tensor {
     }
 
     pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<()> {
+        self.check_inplace_overlap("masked_scatter")?;
         if self.grad_inplace(&[source]) {
             return self.inplace(&[source], "masked_scatter", |me| {
                 me.masked_scatter(mask, source)
@@ -476,6 +485,7 @@ impl Tensor {
             TensorOrScalar::Tensor(t) => vec![t],
             TensorOrScalar::Scalar(_) => vec![],
         };
+        self.check_inplace_overlap("scatter")?;
         if self.grad_inplace(&others) {
             return self.inplace(&others, "scatter", |me| me.scatter(dim, index, src));
         }
@@ -504,6 +514,7 @@ impl Tensor {
 
     /// In place: `self[index[i][j]][j] += src[i][j]` (for dim 0).
     pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<()> {
+        self.check_inplace_overlap("scatter_add")?;
         if self.grad_inplace(&[src]) {
             return self.inplace(&[src], "scatter_add", |me| me.scatter_add(dim, index, src));
         }
@@ -554,6 +565,7 @@ impl Tensor {
         source: &Tensor,
         alpha: Scalar,
     ) -> Result<()> {
+        self.check_inplace_overlap("index_add")?;
         if self.grad_inplace(&[source]) {
             return self.inplace(&[source], "index_add", |me| {
                 me.index_add(dim, index, source, alpha)
@@ -586,6 +598,7 @@ impl Tensor {
 
     /// In place: `self.select(dim, index[i]) = source.select(dim, i)`.
     pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<()> {
+        self.check_inplace_overlap("index_copy")?;
         if self.grad_inplace(&[source]) {
             return self.inplace(&[source], "index_copy", |me| {
                 me.index_copy(dim, index, source)
@@ -647,6 +660,7 @@ impl Tensor {
 
     /// In place: `self.flatten()[index[i]] = source[i]` (or `+=` with `accumulate`).
     pub fn put_(&self, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<()> {
+        self.check_inplace_overlap("put")?;
         if self.grad_inplace(&[source]) {
             return self.inplace(&[source], "put", |me| me.put(index, source, accumulate));
         }

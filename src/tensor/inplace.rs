@@ -9,7 +9,44 @@ use crate::cpu::strided;
 use crate::layout::Layout;
 use crate::{with_dtype, Error, Result};
 
+/// In-place ops PyTorch lets write into a tensor whose elements overlap: `fill_`/`zero_`, the
+/// index writes `index_put_` (setitem with advanced indices), `masked_fill_` and `index_fill_`
+/// (PyTorch warns that this is deprecated), and `tril_`/`triu_`.
+const OVERLAP_ALLOWED: &[&str] = &[
+    "fill",
+    "index_put",
+    "masked_fill",
+    "index_fill",
+    "tril",
+    "triu",
+];
+
 impl Tensor {
+    /// True when several elements are one memory location for sure: a dim of size > 1 with
+    /// stride 0, as `expand` makes (PyTorch's `has_internal_overlap` == `MemOverlap::Yes`;
+    /// partial overlaps such as `as_strided` windows are "too hard" there, and allowed).
+    pub(crate) fn has_internal_overlap(&self) -> bool {
+        let l = self.layout();
+        l.numel() > 0
+            && l.shape
+                .iter()
+                .zip(&l.strides)
+                .any(|(&n, &s)| n > 1 && s == 0)
+    }
+
+    /// PyTorch's `assert_no_internal_overlap` for the tensor the in-place op `op` writes:
+    /// refuse an overlapping one (see `has_internal_overlap`) unless PyTorch lets `op`
+    /// write it.
+    pub(crate) fn check_inplace_overlap(&self, op: &str) -> Result<()> {
+        if self.has_internal_overlap() && !OVERLAP_ALLOWED.contains(&op) {
+            return Err(Error::Runtime(
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Run the in-place form of an op: `f` computes the new value from `self`.
     pub(crate) fn inplace(
         &self,
@@ -17,6 +54,7 @@ impl Tensor {
         op: &'static str,
         f: impl FnOnce(&Tensor) -> Result<Tensor>,
     ) -> Result<()> {
+        self.check_inplace_overlap(op)?;
         let mut all: Vec<&Tensor> = vec![self];
         all.extend_from_slice(others);
         let base = self.view_base();
@@ -165,13 +203,20 @@ impl Tensor {
     /// Copy `src` (broadcast to this shape, cast to this dtype) into `self` in place,
     /// recording the copy for autograd.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        self.copy_as(src, "copy")
+    }
+
+    /// `copy_` on behalf of the in-place op `op` (`fill`, `tril`...), whose name decides
+    /// whether an overlapping `self` is refused and appears in autograd's errors.
+    pub(crate) fn copy_as(&self, src: &Tensor, op: &'static str) -> Result<()> {
+        self.check_inplace_overlap(op)?;
         if !self.grad_inplace(&[src]) {
             // Nothing to record: write straight into our memory (one pass, no temporary).
             return self.copy_raw(src);
         }
         let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
         let dt = self.dtype();
-        self.inplace(&[src], "copy", |me| {
+        self.inplace(&[src], op, |me| {
             let v = src.cast(dt)?.expand(&shape)?;
             // A fresh tensor so the result does not alias `src`.
             let v = v.contiguous_recorded();

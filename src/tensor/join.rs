@@ -403,20 +403,18 @@ impl Tensor {
 
     /// Reverse the order of elements along `dims`.
     pub(crate) fn flip_raw(&self, dims: &[i64]) -> Result<Tensor> {
-        let n = self.ndim();
-        let mut maps = vec![DimMap::Id; n];
-        for &d in dims {
-            let k = normalize_dim(d, n)?;
-            if n == 0 {
-                continue;
-            }
-            if matches!(maps[k], DimMap::Map(_)) {
-                return Err(Error::Runtime(format!(
-                    "dim {k} appears multiple times in the list of dims"
-                )));
-            }
-            maps[k] = DimMap::Map((0..self.shape()[k]).rev().collect());
-        }
+        let flip = crate::layout::dim_list_mask(dims, self.ndim())?;
+        let maps: Vec<DimMap> = flip
+            .iter()
+            .zip(self.shape())
+            .map(|(&f, &size)| {
+                if f {
+                    DimMap::Map((0..size).rev().collect())
+                } else {
+                    DimMap::Id
+                }
+            })
+            .collect();
         self.gather_maps(self.layout(), &maps)
     }
 
@@ -597,12 +595,12 @@ impl Tensor {
 
     pub fn tril_(&self, diagonal: i64) -> Result<()> {
         let r = self.tril(diagonal)?;
-        self.copy_(&r)
+        self.copy_as(&r, "tril")
     }
 
     pub fn triu_(&self, diagonal: i64) -> Result<()> {
         let r = self.triu(diagonal)?;
-        self.copy_(&r)
+        self.copy_as(&r, "triu")
     }
 
     /// `diag`: a 1-d tensor becomes a matrix with it on diagonal `k`; a matrix gives a copy of

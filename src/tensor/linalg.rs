@@ -2376,24 +2376,10 @@ fn reduce_layout(
     keepdim: bool,
 ) -> Result<(Tensor, usize, usize, Vec<usize>)> {
     let nd = t.ndim();
-    let mut red = vec![false; nd];
-    match dims {
-        Some(ds) if !ds.is_empty() => {
-            for &d in ds {
-                let k = normalize_dim(d, nd)?;
-                if nd == 0 {
-                    continue;
-                }
-                if red[k] {
-                    return Err(rt(format!(
-                        "dim {k} appears multiple times in the list of dims"
-                    )));
-                }
-                red[k] = true;
-            }
-        }
-        _ => red.iter_mut().for_each(|r| *r = true),
-    }
+    let red = match dims {
+        Some(ds) if !ds.is_empty() => crate::layout::dim_list_mask(ds, nd)?,
+        _ => vec![true; nd],
+    };
     let kept: Vec<usize> = (0..nd).filter(|&d| !red[d]).collect();
     let reduced: Vec<usize> = (0..nd).filter(|&d| red[d]).collect();
     let perm: Vec<i64> = kept.iter().chain(&reduced).map(|&d| d as i64).collect();

@@ -222,9 +222,10 @@ impl Tensor {
     pub fn storage(&self) -> &Arc<Storage> {
         &self.0.storage
     }
-    /// True when both tensors are views of one storage.
+    /// True when both tensors are views of one storage (or of reinterpretations of one
+    /// storage's bytes as other dtypes, `view(dtype)`).
     pub fn shares_storage(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+        Arc::ptr_eq(self.0.storage.root(), other.0.storage.root())
     }
     /// Identity of the tensor object (two clones of a handle compare equal).
     pub fn same_tensor(&self, other: &Tensor) -> bool {
@@ -434,7 +435,7 @@ impl Tensor {
     /// beyond the range become inf): `fill_` with a 0-d tensor value.
     pub fn fill_cast_(&self, value: Scalar) -> Result<()> {
         let src = Tensor::scalar(value, self.dtype());
-        self.copy_(&src)
+        self.copy_as(&src, "fill")
     }
 }
 

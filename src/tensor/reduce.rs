@@ -6,32 +6,16 @@
 use super::Tensor;
 use crate::cpu::reduce::{self as k, Reducer, Scanner};
 use crate::cuda::ops as cuda;
-use crate::layout::normalize_dim;
+use crate::layout::dim_list_mask;
 use crate::{with_dtype, with_float_dtype, DType, Element, Error, Result};
 
 /// Flags for the dims a reduction removes: all of them for `None` or an empty list (as
 /// PyTorch treats `dim=()`), else those listed (negative allowed, no repeats).
 pub(crate) fn reduce_mask(ndim: usize, dims: Option<&[i64]>) -> Result<Vec<bool>> {
-    let mut mask = vec![false; ndim];
     match dims {
-        None => mask.fill(true),
-        Some([]) => mask.fill(true),
-        Some(ds) => {
-            for &d in ds {
-                let k = normalize_dim(d, ndim)?;
-                if ndim == 0 {
-                    continue;
-                }
-                if mask[k] {
-                    return Err(Error::Runtime(format!(
-                        "dim {k} appears multiple times in the list of dims"
-                    )));
-                }
-                mask[k] = true;
-            }
-        }
+        None | Some([]) => Ok(vec![true; ndim]),
+        Some(ds) => dim_list_mask(ds, ndim),
     }
-    Ok(mask)
 }
 
 /// The output shape of a reduction.

@@ -2,8 +2,8 @@
 
 use super::Tensor;
 use crate::autograd::{needs_grad, record_saving, Saves};
-use crate::layout::{infer_shape, normalize_dim, Dims, Layout};
-use crate::{Error, Result};
+use crate::layout::{dim_list_mask, infer_shape, normalize_dim, Dims, Layout};
+use crate::{DType, Error, Result};
 use std::sync::Arc;
 
 /// Re-applies a view op to another tensor of the input's shape (used by view backwards).
@@ -128,6 +128,84 @@ impl Tensor {
                 self.strides()
             ))),
         }
+    }
+
+    /// `view(dtype)`: the same bytes seen as elements of `dtype`, zero-copy (the storage is
+    /// shared, so writes through either tensor are seen through the other, and so is the
+    /// version counter). PyTorch's rules: with the same element size the layout is kept;
+    /// otherwise the last dim must have stride 1 and is scaled by the size ratio, as are the
+    /// other strides and the offset, which must divide evenly when the elements grow. As in
+    /// PyTorch the result is not differentiable (it never requires grad) and is no view for
+    /// autograd (`._base` is None).
+    ///
+    /// A `bool` must be the byte 0 or 1, so viewing other bytes as bool first checks every
+    /// byte of the storage and refuses others (PyTorch reads them as an invalid bool).
+    pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
+        let from = self.dtype();
+        let (a, b) = (from.size(), dtype.size());
+        let l = self.layout();
+        let fail = |what: String, got: Option<usize>| {
+            Error::Runtime(format!(
+                "{what} to view {} as {} (different element sizes){}",
+                from.torch_name(),
+                dtype.torch_name(),
+                got.map(|g| format!(", but got {g}")).unwrap_or_default()
+            ))
+        };
+        let mut layout = l.clone();
+        if a != b {
+            let Some(last) = l.ndim().checked_sub(1) else {
+                return Err(fail("self.dim() cannot be 0".into(), None));
+            };
+            if l.strides[last] != 1 {
+                return Err(fail(
+                    "self.stride(-1) must be 1".into(),
+                    Some(l.strides[last]),
+                ));
+            }
+            if a > b {
+                let r = a / b;
+                layout.strides[..last].iter_mut().for_each(|s| *s *= r);
+                layout.shape[last] *= r;
+                layout.offset *= r;
+            } else {
+                let r = b / a;
+                let must = |what: &str, v: usize| {
+                    if v.is_multiple_of(r) {
+                        Ok(())
+                    } else {
+                        Err(fail(format!("{what} must be divisible by {r}"), Some(v)))
+                    }
+                };
+                must("self.size(-1)", l.shape[last])?;
+                must("self.storage_offset()", l.offset)?;
+                for (i, &s) in l.strides[..last].iter().enumerate() {
+                    must(&format!("self.stride({i})"), s)?;
+                }
+                layout.strides[..last].iter_mut().for_each(|s| *s /= r);
+                layout.shape[last] /= r;
+                layout.offset /= r;
+            }
+        }
+        if dtype == from {
+            return Ok(Tensor::from_parts(self.storage().clone(), layout, dtype));
+        }
+        let storage = Arc::new(self.storage().reinterpret(dtype)?);
+        if dtype == DType::Bool {
+            // Every byte of the storage: `as_strided` on the result could reach any of them.
+            let bytes = Arc::new(self.storage().reinterpret(DType::U8)?);
+            let n = bytes.len();
+            if n > 0 {
+                let all = Tensor::from_parts(bytes, Layout::contiguous(&[n]), DType::U8);
+                if crate::no_grad(|| all.max_all_raw())?.item()?.to_i64() > 1 {
+                    return Err(Error::Runtime(format!(
+                        "cannot view {} as Bool: the memory holds bytes other than 0 and 1, which are not valid bools (compare with 0 instead: `t != 0`)",
+                        from.torch_name()
+                    )));
+                }
+            }
+        }
+        Tensor::from_storage(storage, layout)
     }
 
     /// View when possible, else a contiguous copy with the new shape.
@@ -258,13 +336,9 @@ impl Tensor {
                 }
             }
             Some(ds) => {
-                for &d in ds {
-                    if n == 0 {
-                        normalize_dim(d, 0)?;
-                        continue;
-                    }
-                    let k = normalize_dim(d, n)?;
-                    drop[k] = self.shape()[k] == 1;
+                let listed = dim_list_mask(ds, n)?;
+                for (k, &l) in listed.iter().enumerate() {
+                    drop[k] = l && self.shape()[k] == 1;
                 }
             }
         }

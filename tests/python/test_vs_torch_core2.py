@@ -369,6 +369,20 @@ def _inplace(f):
     return lambda x: (f(x), x)[1]
 
 
+def _on_expanded(f):
+    """``f(m, e)`` on ``e``, a (2, 3, 4) expand of a (2, 1, 4) tensor (stride 0 on dim 1);
+    returns the (2, 1, 4) base, which sees what ``f`` wrote."""
+    def g(m, x):
+        base = x[:, :1].clone()
+        f(m, base.expand(2, 3, 4))
+        return base
+    return g
+
+
+def _setitem(idx, v):
+    return lambda m, e: e.__setitem__(idx(m), v)
+
+
 VIEWS = {
     "view_neg": lambda m, x: x.view(-1, 4),
     "view_noncontig": lambda m, x: _permuted(m).view(-1),
@@ -377,6 +391,41 @@ VIEWS = {
     "view_bad_size": lambda m, x: x.view(5, 5),
     "view_dtype_same_size": lambda m, x: x.view(m.int32),
     "view_dtype_half": lambda m, x: x.view(m.float16),
+    "view_dtype_double": lambda m, x: x.view(m.float64),
+    "view_dtype_uint8": lambda m, x: x.view(m.uint8),
+    "view_dtype_kw": lambda m, x: x.view(dtype=m.int16),
+    "view_dtype_same_dtype": lambda m, x: (lambda v: (v is x, v.dtype, v.data_ptr() == x.data_ptr(),
+                                                      v))(x.view(m.float32)),
+    "view_dtype_transposed_same_size": lambda m, x: (lambda v: (v.stride(), v))(
+        x.transpose(0, 2).view(m.int32)),
+    "view_dtype_transposed_err": lambda m, x: x.transpose(0, 2).view(m.float16),
+    "view_dtype_size_err": lambda m, x: x[:, :, 1:].view(m.float64),
+    "view_dtype_offset_err": lambda m, x: x[:, :, 1:3].view(m.float64),
+    "view_dtype_stride_err": lambda m, x: m.zeros(3, 5)[:, :4].view(m.float64),
+    "view_dtype_grow_offset": lambda m, x: (lambda v: (v.stride(), v.storage_offset(), v))(
+        x[:, :, 2:].view(m.float64)),
+    "view_dtype_shrink_strides": lambda m, x: (lambda v: (v.stride(), v.storage_offset(), v))(
+        x[:, 1:].view(m.float16)),
+    "view_dtype_0d_err": lambda m, x: m.tensor(1.0).view(m.float16),
+    "view_dtype_0d_same_size": lambda m, x: m.tensor(1.0).view(m.int32),
+    "view_dtype_expanded": lambda m, x: (lambda v: (v.stride(), v))(
+        x[:, :1].expand(2, 3, 4).view(m.float64)),
+    "view_dtype_empty": lambda m, x: m.zeros(0, 4).view(m.float64).shape,
+    "view_dtype_writes_through": lambda m, x: (lambda y: (
+        y.view(m.int32)[0, 1].fill_(1065353216), y.view(m.float16)[1, 0, :2].zero_(), y)[2])(
+        x.clone()),
+    "view_dtype_reads_writes": lambda m, x: (lambda y: (lambda v: (y.mul_(2), v)[1])(
+        y.view(m.int32)))(x.clone()),
+    "view_dtype_bool": lambda m, x: m.tensor([1, 0, 1], dtype=m.uint8).view(m.bool),
+    "view_dtype_from_bool": lambda m, x: m.tensor([True, False, True, True]).view(m.int16),
+    "view_dtype_int64": lambda m, x: m.arange(6).view(m.float64).view(m.int32),
+    "view_dtype_no_grad": lambda m, x: (lambda v: (v.requires_grad, v.grad_fn is None,
+                                                   v._base is None))(
+        m.ones(2, 2, requires_grad=True).view(m.float16)),
+    "view_dtype_version_shared": lambda m, x: (lambda y: (lambda v: (
+        y.add_(1), v._version == y._version, v.add_(1), v._version == y._version, y)[1:])(
+        y.view(m.int32)))(m.zeros(4)),
+    "view_dtype_and_size_err": lambda m, x: x.view(m.float32, 2),
     "view_0d": lambda m, x: m.tensor(3.0).view(1, 1),
     "view_empty": lambda m, x: m.zeros(0, 3).view(3, 0, -1).shape,
     "view_empty_ambiguous": lambda m, x: m.zeros(0, 3).view(-1, 0),
@@ -433,6 +482,43 @@ VIEWS = {
     "expand_tuple": lambda m, x: x[:, :1].expand((2, 2, 4)),
     "expand_size": lambda m, x: x[:, :1].expand(m.Size([2, 2, 4])),
     "expand_write_inplace": lambda m, x: x[:, :1].expand(2, 3, 4).add_(1),
+    # in-place writes into an expanded tensor: PyTorch refuses the elementwise ops, copy_,
+    # basic-index setitem, scatter/index_add/index_copy/put and the random fills, and lets
+    # fill_/zero_, advanced-index setitem/index_put_, masked_fill_ and index_fill_ through
+    "expand_copy_": _on_expanded(lambda m, e: e.copy_(m.ones(2, 3, 4))),
+    "expand_copy_0d": _on_expanded(lambda m, e: e.copy_(m.tensor(1.0))),
+    "expand_neg_": _on_expanded(lambda m, e: e.neg_()),
+    "expand_mul_tensor": _on_expanded(lambda m, e: e.mul_(m.ones(4))),
+    "expand_clamp_": _on_expanded(lambda m, e: e.clamp_(0, 1)),
+    "expand_iadd": _on_expanded(lambda m, e: e.__iadd__(1)),
+    "expand_transposed_add_": _on_expanded(lambda m, e: e.transpose(0, 1).add_(1)),
+    "expand_uniform_": _on_expanded(lambda m, e: e.uniform_()),
+    "expand_scatter_": _on_expanded(lambda m, e: e.scatter_(1, m.zeros(2, 1, 4, dtype=m.int64),
+                                                            2.0)),
+    "expand_index_add_": _on_expanded(lambda m, e: e.index_add_(1, m.tensor([0]),
+                                                                m.ones(2, 1, 4))),
+    "expand_index_copy_": _on_expanded(lambda m, e: e.index_copy_(1, m.tensor([0]),
+                                                                  m.ones(2, 1, 4))),
+    "expand_put_": _on_expanded(lambda m, e: e.put_(m.tensor([0]), m.tensor([1.0]))),
+    "expand_setitem_int": _on_expanded(_setitem(lambda m: 0, 1.0)),
+    "expand_setitem_ellipsis": _on_expanded(_setitem(lambda m: Ellipsis, 1.0)),
+    "expand_setitem_none": _on_expanded(_setitem(lambda m: None, 1.0)),
+    "expand_setitem_col": _on_expanded(_setitem(lambda m: (slice(None), 0), 5.0)),
+    "expand_setitem_elem": _on_expanded(_setitem(lambda m: (1, 2, 3), 5.0)),
+    "expand_setitem_adv": _on_expanded(_setitem(lambda m: m.tensor([1]), 5.0)),
+    "expand_setitem_mask": _on_expanded(_setitem(lambda m: m.ones(2, 3, 4, dtype=m.bool), 5.0)),
+    "expand_index_put_": _on_expanded(lambda m, e: e.index_put_((m.tensor([0]),),
+                                                                m.tensor(5.0))),
+    "expand_fill_": _on_expanded(lambda m, e: e.fill_(3.0)),
+    "expand_zero_": _on_expanded(lambda m, e: e.zero_()),
+    "expand_masked_fill_": _on_expanded(lambda m, e: e.masked_fill_(m.ones(2, 3, 4,
+                                                                           dtype=m.bool), 3.0)),
+    "expand_index_fill_": _on_expanded(lambda m, e: e.index_fill_(2, m.tensor([1]), 3.0)),
+    "expand_size1_ok": lambda m, x: m.zeros(1, 4).expand(1, 4).add_(1),
+    "expand_empty_ok": lambda m, x: m.zeros(1, 0).expand(3, 0).add_(1),
+    "expand_requires_grad": lambda m, x: (m.ones(2, 1, requires_grad=True) * 1).expand(2, 3).add_(1),
+    "expand_requires_grad_fill_": lambda m, x: (m.ones(2, 1, requires_grad=True) * 1).expand(
+        2, 3).fill_(2.0),
     "broadcast_to_bad": lambda m, x: m.broadcast_to(x, (3, 3, 4)),
     "broadcast_to_neg": lambda m, x: m.broadcast_to(x, (5, -1, 3, 4)),
     "broadcast_shapes": lambda m, x: m.broadcast_shapes((2, 1), (3,), (1, 1, 1)),
@@ -514,15 +600,7 @@ VIEWS = {
     "t_": lambda m, x: _inplace(lambda y: y.t_())(x[0].clone()),
     "transpose_": lambda m, x: _inplace(lambda y: y.transpose_(0, 2))(x.clone()),
 }
-VIEWS_XFAIL = {
-    "view_dtype_same_size": "Tensor.view(dtype) is not supported (TypeError: expected a sequence "
-                            "of integers, got dtype): src/python/views.rs, Tensor.view",
-    "view_dtype_half": "Tensor.view(dtype) is not supported: src/python/views.rs, Tensor.view",
-    "expand_write_inplace": "an in-place op on an expanded (stride-0) tensor succeeds; PyTorch "
-                            "raises RuntimeError('unsupported operation: more than one element "
-                            "of the written-to tensor refers to a single memory location') "
-                            "(no internal-overlap check in the native in-place ops)",
-}
+VIEWS_XFAIL = {}
 
 
 @pytest.mark.parametrize("name", params(VIEWS, VIEWS_XFAIL))
@@ -589,12 +667,17 @@ def test_getitem(name, layout):
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16"])
-@pytest.mark.xfail(strict=True, reason="int8/int16 index tensors are accepted (as int64); "
-                   "PyTorch raises IndexError('tensors used as indices must be long, int, byte "
-                   "or bool tensors') (src/python/views.rs, check_index_tensor; "
-                   "src/tensor/index.rs)")
 def test_getitem_small_int_index_rejected(dtype):
     both(lambda m, x: x[m.tensor([3, 1], dtype=getattr(m, dtype))], _X)
+    both(lambda m, x: x[:, m.tensor([[1]], dtype=getattr(m, dtype))], _X)
+    both(lambda m, x: x[m.zeros(0, dtype=getattr(m, dtype))], _X)
+    both(lambda m, x: _inplace(lambda y: y.__setitem__(m.tensor([1], dtype=getattr(m, dtype)),
+                                                       0.0))(x.clone()), _X)
+    both(lambda m, x: x.clone().index_put_((m.tensor([1], dtype=getattr(m, dtype)),),
+                                           m.tensor(0.0)), _X)
+    # a 0-d integer tensor of any width is an int
+    both(lambda m, x: x[m.tensor(3, dtype=getattr(m, dtype))], _X)
+    both(lambda m, x: x[1, m.tensor(-1, dtype=getattr(m, dtype))], _X)
 
 
 def test_getitem_misc():
@@ -697,6 +780,9 @@ INDEX_OPS = {
     "index_select_float_index": lambda m, x: x.index_select(1, m.tensor([1.0])),
     "index_select_0d_index": lambda m, x: x.index_select(0, m.tensor(1)),
     "index_select_0d_self": lambda m, x: x[0, 0].index_select(0, m.tensor([0, 0])),
+    "index_select_0d_self_one": lambda m, x: x[0, 1].index_select(-1, m.tensor([0])),
+    "index_select_0d_self_empty": lambda m, x: x[0, 1].index_select(0, m.zeros(0, dtype=m.int64)),
+    "index_select_0d_self_oob": lambda m, x: x[0, 1].index_select(0, m.tensor([1])),
     "index_select_oob": lambda m, x: x.index_select(1, m.tensor([4])),
     "gather_transposed": lambda m, x: x.t().gather(0, m.tensor([[0, 2, 1], [2, 2, 2]])),
     "gather_smaller_index": lambda m, x: x.gather(1, m.tensor([[0], [1]])),
@@ -727,6 +813,12 @@ INDEX_OPS = {
     "index_add_transposed": lambda m, x: x.t().index_add(1, m.tensor([0, 0]),
                                                          m.ones(4, 2, dtype=x.dtype)),
     "index_add_source_dtype": lambda m, x: x.index_add(
+        0, m.tensor([0]), m.ones(1, 4, dtype=_other_float(m, x))),
+    "index_add_source_int": lambda m, x: x.index_add(0, m.tensor([0]),
+                                                     m.ones(1, 4, dtype=m.int64)),
+    "index_add__source_dtype": lambda m, x: x.clone().index_add_(
+        0, m.tensor([0]), m.ones(1, 4, dtype=_other_float(m, x))),
+    "index_copy_source_dtype": lambda m, x: x.clone().index_copy_(
         0, m.tensor([0]), m.ones(1, 4, dtype=_other_float(m, x))),
     "index_add_bad_shape": lambda m, x: x.index_add(0, m.tensor([0]), m.ones(1, 3, dtype=x.dtype)),
     "index_add_": lambda m, x: x.clone().index_add_(0, m.tensor([2, 2, 0]), x),
@@ -839,14 +931,6 @@ INDEX_OPS_ANY_ERROR = {
     "index_select_oob",
 }
 INDEX_OPS_XFAIL = {
-    "index_select_0d_self": "index_select on a 0-d tensor with a 2-element index returns a 0-d "
-                            "tensor; PyTorch raises RuntimeError('index_select(): Index to "
-                            "scalar can have only 1 value') (src/tensor/index.rs, "
-                            "index_select_raw)",
-    "index_add_source_dtype": "index_add with a source of another dtype casts it; PyTorch raises "
-                              "RuntimeError('index_add_(): self (Float) and source (Double) "
-                              "must have the same scalar type') (src/python/views.rs, "
-                              "Tensor.index_add / index_add_)",
 }
 
 @pytest.mark.parametrize("name,dtype", params(INDEX_OPS, INDEX_OPS_XFAIL, DTYPES))
@@ -2372,6 +2456,15 @@ SHAPE_EDGES = {
     "movedim_list": lambda m: m.ones(2, 3, 4).movedim([0, 2], [2, 0]).shape,
     "squeeze_list_dims": lambda m: m.ones(1, 2, 1).squeeze([0, 2]).shape,
     "squeeze_dup_dims": lambda m: m.ones(1, 2, 1).squeeze((0, 0)).shape,
+    "squeeze_dup_neg_dims": lambda m: m.ones(1, 2, 1).squeeze((2, -1)).shape,
+    "squeeze_dup_non1_dims": lambda m: m.ones(1, 2, 1).squeeze([1, 1]).shape,
+    "squeeze_0d_dup_dims": lambda m: m.tensor(1.0).squeeze((0, -1)).shape,
+    "squeeze_0d_dims": lambda m: m.tensor(1.0).squeeze((0,)).shape,
+    "sum_0d_dup_dims": lambda m: m.tensor(1.0).sum((0, 0)),
+    "amax_0d_dup_dims": lambda m: m.tensor(1.0).amax((0, -1)),
+    "flip_0d_dup_dims": lambda m: m.tensor(1.0).flip((0, 0)),
+    "vector_norm_0d_dup_dims": lambda m: m.linalg.vector_norm(m.tensor(1.0), dim=(0, 0)),
+    "std_0d_dup_dims": lambda m: m.tensor(1.0).std((0, 0)),
     "permute_list": lambda m: m.ones(1, 2, 3).permute([2, 0, 1]).shape,
     "permute_oob": lambda m: m.ones(1, 2, 3).permute(0, 1, 3),
     "transpose_1d": lambda m: m.ones(3).transpose(0, -1),
@@ -2407,11 +2500,7 @@ SHAPE_EDGES = {
     "view_minus_one_0": lambda m: m.ones(0).view(-1),
     "reshape_empty_infer_err": lambda m: m.ones(0, 2).reshape(-1, 0),
 }
-SHAPE_EDGES_XFAIL = {
-    "squeeze_dup_dims": "squeeze((0, 0)) accepts a repeated dim; PyTorch raises RuntimeError('dim "
-                        "0 appears multiple times in the list of dims') (src/python/views.rs, "
-                        "Tensor.squeeze)",
-}
+SHAPE_EDGES_XFAIL = {}
 
 
 @pytest.mark.parametrize("name", params(SHAPE_EDGES, SHAPE_EDGES_XFAIL))
