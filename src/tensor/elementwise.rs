@@ -1178,9 +1178,19 @@ impl Tensor {
         for b in [min, max].into_iter().flatten() {
             rt = add_operand(rt, b);
         }
-        // Bool clamps too: max/min of bools are logical or/and (PyTorch computes a bool
-        // tensor clamped by one bool tensor bound, through maximum/minimum).
+        // A bool result is computed for one tensor bound (PyTorch's maximum/minimum: logical
+        // or/and); PyTorch's clamp kernels for scalar or two bounds have no bool version.
         let out = rt.finish();
+        let one_tensor_bound = matches!(
+            (min, max),
+            (Some(TensorOrScalar::Tensor(_)), None) | (None, Some(TensorOrScalar::Tensor(_)))
+        );
+        if out == DType::Bool && !one_tensor_bound {
+            return Err(Error::UnsupportedDType {
+                op: "clamp",
+                dtype: out,
+            });
+        }
         for b in [min, max].into_iter().flatten() {
             if let TensorOrScalar::Scalar(s) = b {
                 check_scalar_fits(*s, out, "clamp")?;
