@@ -587,8 +587,8 @@ def _composed_vector_norm(x, ord, dims, keepdim):
         if any(not -n <= d < n for d in dims) or len({d % n for d in dims}) != len(dims):
             return None  # the CPU kernel raises PyTorch's error
     inf = builtins.float("inf")
-    if ord == 0 or (ord < 0 and ord != -inf):
-        return None
+    if ord == 0 or (ord < 1 and ord != -inf):
+        return None  # (0 < ord < 1 too: the Rust node's gradient is 0 at zero elements)
     dt = x.dtype
     # Half types accumulate in float32 (the CPU kernel accumulates in float64).
     xf = x.float() if dt in (_C.float16, _C.bfloat16) else x

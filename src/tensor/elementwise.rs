@@ -475,6 +475,17 @@ impl Tensor {
                 return Ok(out);
             }
         }
+        // A bool tensor to a bool power stays bool (PyTorch's pow with a 0 or 1 exponent
+        // fills ones or copies, for every dtype).
+        if op == BinaryOp::Pow && !reversed && self.dtype() == DType::Bool {
+            if let Scalar::Bool(e) = s {
+                return Ok(if e {
+                    self.clone_data()
+                } else {
+                    Tensor::full_on(self.device(), self.shape(), Scalar::Bool(true), DType::Bool)?
+                });
+            }
+        }
         // `x ** 2` on a float tensor is `x * x` (PowBackward0 `2 x g`), not a `powf` per element.
         if op == BinaryOp::Pow
             && !reversed
@@ -1234,8 +1245,14 @@ impl Tensor {
         for b in [min, max].into_iter().flatten() {
             rt = add_operand(rt, b);
         }
+        // A bool result is computed for one tensor bound (PyTorch's maximum/minimum: logical
+        // or/and); PyTorch's clamp kernels for scalar or two bounds have no bool version.
         let out = rt.finish();
-        if out == DType::Bool {
+        let one_tensor_bound = matches!(
+            (min, max),
+            (Some(TensorOrScalar::Tensor(_)), None) | (None, Some(TensorOrScalar::Tensor(_)))
+        );
+        if out == DType::Bool && !one_tensor_bound {
             return Err(Error::UnsupportedDType {
                 op: "clamp",
                 dtype: out,
@@ -1298,13 +1315,15 @@ impl Tensor {
         Ok(r.to_dtype(out))
     }
 
-    /// In-place `clamp_`: the promoted result must keep `self`'s dtype for integer tensors.
+    /// In-place `clamp_`: computed in the promoted dtype, then written back into `self`,
+    /// which PyTorch allows when the promoted dtype's category is not higher (an int8 tensor
+    /// clamped by an int64 bound, not by a float one).
     pub fn clamp_(&self, min: Option<&TensorOrScalar>, max: Option<&TensorOrScalar>) -> Result<()> {
         let others = operand_tensors(&[min, max]);
         let others: Vec<&Tensor> = others.iter().collect();
         self.inplace(&others, "clamp", |me| {
             let r = me.clamp(min, max)?;
-            if !me.dtype().is_floating_point() && r.dtype() != me.dtype() {
+            if r.dtype().category() > me.dtype().category() {
                 return Err(Error::Runtime(format!(
                     "result type {} can't be cast to the desired output type {}",
                     r.dtype().torch_name(),
@@ -1318,8 +1337,9 @@ impl Tensor {
     // ------------------------------------------------------------------ lerp
 
     /// `lerp(end, weight)`: `self + weight * (end - self)` (computed from `end` when
-    /// `|weight| >= 0.5`, as PyTorch does). Floating point only; `end` (and a tensor
-    /// `weight`) must have `self`'s dtype.
+    /// `|weight| >= 0.5`, as PyTorch does). Floating point only; `end` must have `self`'s
+    /// dtype, and so must a tensor `weight` unless it is 0-d. The three then promote as
+    /// usual (a 0-d weight counts only where its category is higher or all are 0-d).
     fn lerp_raw(&self, end: &Tensor, weight: &TensorOrScalar) -> Result<Tensor> {
         let dt = self.dtype();
         require_float(dt, "lerp_kernel_scalar")?;
@@ -1329,14 +1349,21 @@ impl Tensor {
                 end.dtype()
             )));
         }
+        let mut out = dt;
         if let TensorOrScalar::Tensor(w) = weight {
-            if w.dtype() != dt {
+            if w.dtype() != dt && w.ndim() != 0 {
                 return Err(Error::Runtime(format!(
                     "expected dtype {dt} for `weight` but got dtype {}",
                     w.dtype()
                 )));
             }
+            out = ResultType::new()
+                .tensor(dt, self.ndim())
+                .tensor(dt, end.ndim())
+                .tensor(w.dtype(), w.ndim())
+                .finish();
         }
+        let dt = out;
         let cd = dt.compute_dtype();
         let (a, b, w) = (
             self.to_dtype(cd),

@@ -3,7 +3,7 @@
 //! dims and cast to each input's dtype.
 
 use super::{BinaryOp, Tensor, TensorOrScalar, UnaryOp};
-use crate::autograd::formula::{add, adds, div, mul, muls, neg, rsubs, sub};
+use crate::autograd::formula::{add, adds, div, mul, muls, neg, rsubs};
 use crate::autograd::Node;
 use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, SavedTensor, Saves};
 use crate::{Result, Scalar};
@@ -118,23 +118,36 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) 
                     (ga, gb)
                 }
                 Atan2 => {
-                    let denom = add(&mul(x, x)?, &mul(y, y)?)?;
+                    // PyTorch's atan2_backward: g y / (x^2 + y^2) and -g x / (x^2 + y^2),
+                    // through a reciprocal that is 0 where it overflows (at the origin).
+                    let recip = add(&mul(x, x)?, &mul(y, y)?)?.unary(UnaryOp::Reciprocal)?;
+                    let recip =
+                        recip.masked_fill(&recip.unary(UnaryOp::IsInf)?, Scalar::Float(0.0))?;
                     (
-                        need_a.then(|| div(&mul(g, y)?, &denom)).transpose()?,
+                        need_a.then(|| mul(&mul(g, y)?, &recip)).transpose()?,
                         need_b
-                            .then(|| div(&neg(&mul(g, x)?)?, &denom))
+                            .then(|| mul(&mul(g, &neg(x)?)?, &recip))
                             .transpose()?,
                     )
                 }
                 Maximum | Minimum => {
-                    // The winner gets the gradient; ties split it evenly (as PyTorch).
-                    let cmp = if op == Maximum { Gt } else { Lt };
-                    let wins_a = x.binary(y, cmp)?;
+                    // PyTorch's formula: the winner gets the gradient, ties split it evenly,
+                    // and only a loser is masked out, so where an input is NaN (no order)
+                    // both inputs get all of it.
+                    let (a_loses, b_loses) = if op == Maximum { (Lt, Gt) } else { (Gt, Lt) };
                     let ties = x.binary(y, Eq)?;
-                    let half = muls(&mul(g, &ties)?, 0.5)?;
-                    let ga = add(&mul(g, &wins_a)?, &half)?;
-                    let gb = sub(g, &ga)?;
-                    (Some(ga), Some(gb))
+                    let shared = Tensor::where_cond(
+                        &ties,
+                        &TensorOrScalar::Tensor(muls(g, 0.5)?),
+                        &TensorOrScalar::Tensor(g.clone()),
+                    )?;
+                    let ga = need_a
+                        .then(|| shared.masked_fill(&x.binary(y, a_loses)?, Scalar::Float(0.0)))
+                        .transpose()?;
+                    let gb = need_b
+                        .then(|| shared.masked_fill(&x.binary(y, b_loses)?, Scalar::Float(0.0)))
+                        .transpose()?;
+                    (ga, gb)
                 }
                 Remainder => (
                     Some(g.clone()),

@@ -9,7 +9,7 @@ use super::index_grad::{record_n, GradFn};
 use super::join::cat;
 use super::linalg::MatrixNormOrd;
 use super::reduce::reduce_mask;
-use super::reduce_grad::{add, div, mul, muls, sub, to_dt};
+use super::reduce_grad::{add, div, evenly, mul, muls, sub, to_dt};
 use super::view::{embed_into_zeros, ViewFn};
 use super::{BinaryOp, Tensor, UnaryOp};
 use crate::autograd::{is_grad_enabled, needs_grad, record, SavedTensor};
@@ -679,26 +679,10 @@ fn record1(
     );
 }
 
-/// Gradient of a max/min/median-like reduction: `g` split evenly among the elements equal
-/// to the result `y` (NaN results go to the NaN elements).
-fn evenly(g: &Tensor, x: &Tensor, y: &Tensor, in_shape: &[usize], mask: &[bool]) -> Result<Tensor> {
-    let dt = x.dtype();
-    let yu = unreduce(y, in_shape, mask)?;
-    let m = no_grad(|| {
-        let eq = x.binary(&yu, BinaryOp::Eq)?;
-        let both_nan = x
-            .binary(x, BinaryOp::Ne)?
-            .binary(&yu.binary(&yu, BinaryOp::Ne)?, BinaryOp::LogicalAnd)?;
-        eq.binary(&both_nan, BinaryOp::LogicalOr)?.cast(dt)
-    })?;
-    let dims = mask_dims(mask);
-    let w = no_grad(|| div(&m, &m.sum(Some(&dims), true, None)?))?;
-    mul(&unreduce(g, in_shape, mask)?, &w)
-}
-
 impl Tensor {
     /// `(min, max)` over `dim` (all elements when `None`); one node for both outputs, each
-    /// gradient split evenly among tied elements.
+    /// gradient split evenly among tied elements (NaN throughout a slice whose result is
+    /// NaN, as amax/amin and PyTorch).
     pub fn aminmax(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let (lo, hi) = no_grad(|| self.aminmax_raw(dim, keepdim))?;
         if needs_grad(&[self]) && self.dtype().is_floating_point() {
@@ -716,7 +700,7 @@ impl Tensor {
                     let mut acc: Option<Tensor> = None;
                     for (g, y) in [(&grads[0], &lo_d), (&grads[1], &hi_d)] {
                         if let Some(g) = g {
-                            let r = evenly(g, x, y, &s, &mask)?;
+                            let r = evenly(g, x, y, &s, &mask, false)?;
                             acc = Some(match acc {
                                 Some(a) => add(&a, &r)?,
                                 None => r,
@@ -739,7 +723,7 @@ impl Tensor {
             let saved = SavedTensor::new(self, "NanmedianBackward0");
             let od = out.detach();
             record1("NanmedianBackward0", self, &out, move |g| {
-                evenly(g, saved.get()?, &od, &s, &mask)
+                evenly(g, saved.get()?, &od, &s, &mask, true)
             });
         }
         Ok(out)

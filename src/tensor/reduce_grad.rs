@@ -8,10 +8,6 @@ pub(crate) use crate::autograd::formula::{add, div, mul, muls, sub};
 use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, SavedTensor, Saves};
 use crate::{no_grad, DType, Result, Scalar};
 
-/// 1.0 where `a == b`, else 0.0, in `dt` (a constant: no history).
-fn eq_mask(a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
-    no_grad(|| a.binary(b, BinaryOp::Eq)?.cast(dt))
-}
 /// Cast `g` to `dt` when it differs.
 pub(crate) fn to_dt(g: Tensor, dt: DType) -> Result<Tensor> {
     if g.dtype() == dt {
@@ -162,16 +158,39 @@ pub(crate) fn gather_rec(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor>
     Ok(out)
 }
 
-/// Gradient of max/min-like reductions: split evenly among the elements equal to the result.
-fn evenly(g: &Tensor, x: &Tensor, y: &Tensor, in_shape: &[usize], mask: &[bool]) -> Result<Tensor> {
-    let m = eq_mask(x, &unreduce(y, in_shape, mask)?, x.dtype().compute_dtype())?;
+/// Gradient of max/min-like reductions: `g` split evenly among the elements equal to the
+/// result `y` (`g / count` where the mask holds, as PyTorch). With `nan_equal` a NaN result
+/// goes to the NaN elements (PyTorch's `evenly_distribute_backward`: max(), min(), median());
+/// without it (amax/amin's `scale_grad_by_count`) no element equals a NaN result, and the
+/// gradient is NaN throughout.
+pub(crate) fn evenly(
+    g: &Tensor,
+    x: &Tensor,
+    y: &Tensor,
+    in_shape: &[usize],
+    mask: &[bool],
+    nan_equal: bool,
+) -> Result<Tensor> {
+    let dt = x.dtype().compute_dtype();
+    let yu = unreduce(y, in_shape, mask)?;
+    let m = no_grad(|| {
+        let eq = x.binary(&yu, BinaryOp::Eq)?;
+        let eq = if nan_equal {
+            let both_nan = x
+                .unary(UnaryOp::IsNan)?
+                .binary(&yu.unary(UnaryOp::IsNan)?, BinaryOp::LogicalAnd)?;
+            eq.binary(&both_nan, BinaryOp::LogicalOr)?
+        } else {
+            eq
+        };
+        eq.cast(dt)
+    })?;
     let dims: Vec<i64> = (0..mask.len())
         .filter(|&i| mask[i])
         .map(|i| i as i64)
         .collect();
     let cnt = no_grad(|| m.sum(Some(&dims), true, None))?;
-    let w = no_grad(|| div(&m, &cnt))?;
-    mul(&unreduce(g, in_shape, mask)?, &w)
+    mul(&div(&unreduce(g, in_shape, mask)?, &cnt)?, &m)
 }
 
 /// The reversed cumulative sum along `d` (`out[i] = sum(g[i..])`), summed from the end as
@@ -267,8 +286,11 @@ impl Tensor {
         let s = self.shape().to_vec();
         let saved = SavedTensor::new(self, name);
         let od = out.detach();
+        // amax/amin compare with `==` only (a NaN result: NaN gradients); max(), min() and
+        // median() send it to the NaN elements.
+        let nan_equal = !matches!(name, "AmaxBackward0" | "AminBackward0");
         record1(name, self, out, move |g| {
-            evenly(g, saved.get()?, &od, &s, &mask)
+            evenly(g, saved.get()?, &od, &s, &mask, nan_equal)
         });
         Ok(())
     }
@@ -392,7 +414,10 @@ impl Tensor {
         Ok(out)
     }
 
-    /// Record the node of a vector p-norm (`norm`, `linalg.vector_norm`).
+    /// Record the node of a vector p-norm (`norm`, `linalg.vector_norm`), with PyTorch's
+    /// `norm_backward`: no gradient for p = 0; for p < 1 (negative p too) zero elements get
+    /// 0; for p > 1 an all-zero slice gets 0; for p = +-inf the gradient is split among the
+    /// elements whose |x| is the norm, or NaN (whose sign, 0, then zeroes it).
     pub(crate) fn record_norm(
         &self,
         p: f64,
@@ -400,52 +425,66 @@ impl Tensor {
         keepdim: bool,
         out: &Tensor,
     ) -> Result<()> {
-        if needs_grad(&[self]) {
-            let mask = reduce_mask(self.ndim(), dims)?;
-            let s = self.shape().to_vec();
-            let saved = SavedTensor::new(self, "NormBackward1");
-            let od = SavedTensor::new(&out.detach(), "NormBackward1");
-            let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
-            let odt = out.dtype();
-            record1("NormBackward1", self, out, move |g| {
-                let x = to_dt(saved.get()?.clone(), odt)?;
-                if p == 0.0 {
-                    return muls(&unreduce(g, &s, &mask)?, 0.0);
-                }
-                let sign = x.unary(UnaryOp::Sign)?;
-                let gu = unreduce(g, &s, &mask)?;
-                if p == 1.0 {
-                    return mul(&gu, &sign);
-                }
-                let y = if is_grad_enabled() {
-                    x.norm(p, dims_v.as_deref(), keepdim, None)?
-                } else {
-                    od.get()?.clone()
-                };
-                if p.is_infinite() {
-                    let ax = x.unary(UnaryOp::Abs)?;
-                    return mul(&evenly(g, &ax, &y, &s, &mask)?, &sign);
-                }
-                let yu = unreduce(&y, &s, &mask)?;
-                // Where the norm is 0 the gradient is taken as 0 (x is 0 there too).
-                let zero = eq_mask(&yu, &Tensor::zeros(&[], yu.dtype()), yu.dtype())?;
-                if p == 2.0 {
-                    let den = add(&yu, &zero)?;
-                    return mul(&gu, &div(&x, &den)?);
-                }
-                // g * x |x|^(p-2) / y^(p-1)
-                let ax = x.unary(UnaryOp::Abs)?;
-                let num = mul(
-                    &sign,
-                    &ax.binary_scalar(Scalar::Float(p - 1.0), BinaryOp::Pow, false)?,
-                )?;
-                let den = add(
-                    &yu.binary_scalar(Scalar::Float(p - 1.0), BinaryOp::Pow, false)?,
-                    &zero,
-                )?;
-                mul(&gu, &div(&num, &den)?)
-            });
+        if !needs_grad(&[self])
+            || !out.dtype().is_floating_point()
+            || !self.dtype().is_floating_point()
+        {
+            return Ok(());
         }
+        if p == 0.0 {
+            // PyTorch returns an undefined gradient: the input's .grad stays None.
+            record(
+                "NormBackward1",
+                &[self],
+                &[out],
+                Box::new(|_| Ok(vec![None])),
+            );
+            return Ok(());
+        }
+        let mask = reduce_mask(self.ndim(), dims)?;
+        let s = self.shape().to_vec();
+        let saved = SavedTensor::new(self, "NormBackward1");
+        let od = SavedTensor::new(&out.detach(), "NormBackward1");
+        let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
+        let odt = out.dtype();
+        record1("NormBackward1", self, out, move |g| {
+            let x = to_dt(saved.get()?.clone(), odt)?;
+            let sign = x.unary(UnaryOp::Sign)?;
+            let gu = unreduce(g, &s, &mask)?;
+            if p == 1.0 {
+                return mul(&sign, &gu);
+            }
+            let y = if is_grad_enabled() {
+                x.norm(p, dims_v.as_deref(), keepdim, None)?
+            } else {
+                od.get()?.clone()
+            };
+            let ax = x.unary(UnaryOp::Abs)?;
+            if p.is_infinite() {
+                return mul(&sign, &evenly(g, &ax, &y, &s, &mask, true)?);
+            }
+            let yu = unreduce(&y, &s, &mask)?;
+            let zero = Scalar::Float(0.0);
+            let y_zero = yu.binary_scalar(zero, BinaryOp::Eq, false)?;
+            if p == 2.0 {
+                return mul(&gu, &div(&x, &yu)?.masked_fill(&y_zero, zero)?);
+            }
+            let pow = |t: &Tensor, e: f64| t.binary_scalar(Scalar::Float(e), BinaryOp::Pow, false);
+            if p < 1.0 {
+                // sgn(x) |x|^(p-1) (0 at x == 0) * g * y^(1-p)
+                let x_zero = x.binary_scalar(zero, BinaryOp::Eq, false)?;
+                let scaled = mul(&sign, &pow(&ax, p - 1.0)?)?.masked_fill(&x_zero, zero)?;
+                return mul(&mul(&scaled, &gu)?, &pow(&yu, 1.0 - p)?);
+            }
+            // sgn(x) |x|^(p-1) (x |x|^(p-2) for p > 2) * g / y^(p-1) (0 where y == 0)
+            let scaled = if p < 2.0 {
+                mul(&sign, &pow(&ax, p - 1.0)?)?
+            } else {
+                mul(&x, &pow(&ax, p - 2.0)?)?
+            };
+            let scale = div(&gu, &pow(&yu, p - 1.0)?)?.masked_fill(&y_zero, zero)?;
+            mul(&scaled, &scale)
+        });
         Ok(())
     }
 

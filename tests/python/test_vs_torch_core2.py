@@ -974,11 +974,7 @@ BINARY = {
     "heaviside": lambda m, a, b: m.heaviside(a, b),
     "fmax": lambda m, a, b: m.fmax(a, b),
 }
-BINARY_XFAIL = {
-    ("clamp_min_tensor", "bool"): "clamp of a bool tensor by a bool tensor raises "
-                                  "RuntimeError('\"clamp\" not implemented for Bool'); PyTorch "
-                                  "computes it (src/tensor/elementwise.rs, clamp_raw)",
-}
+BINARY_XFAIL = {}
 _BA = np.random.default_rng(24).integers(1, 6, (4, 3)).astype(np.float32)
 _BB = np.random.default_rng(25).integers(1, 6, (4,)).astype(np.float32)
 
@@ -1020,13 +1016,7 @@ INPLACE = {
     "true_divide_": lambda m, a, b: a.true_divide_(b),
     "addcmul_": lambda m, a, b: a.addcmul_(a, b, value=2),
 }
-_CLAMP_INPLACE_XFAIL = ("clamp_ of an integer tensor by a wider integer tensor bound raises "
-                        "RuntimeError('result type Long can't be cast to the desired output "
-                        "type Char'); PyTorch casts the bound (same category) "
-                        "(src/tensor/elementwise.rs, Tensor::clamp_)")
-INPLACE_XFAIL = {("clamp_", dt): _CLAMP_INPLACE_XFAIL for dt in ("uint8", "int8", "int16",
-                                                                 "int32")}
-INPLACE_XFAIL[("clamp_", "bool")] = BINARY_XFAIL[("clamp_min_tensor", "bool")]
+INPLACE_XFAIL = {}
 _IA = np.array([[-2.5, -1.0, 0.0, 0.5], [1.5, 3.0, -0.0, 7.0], [np.nan, np.inf, -np.inf, 2.0]],
                dtype=np.float32)
 _IB = np.array([2.0, -1.5, 0.5, -3.0], dtype=np.float32)
@@ -1060,12 +1050,6 @@ def test_clamp_bool():
     both(lambda m, a: m.clamp(a, max=m.tensor(True)), np.array([True, False]))
 
 
-test_clamp_bool = xfail(BINARY_XFAIL[("clamp_min_tensor", "bool")])(test_clamp_bool)
-
-
-@pytest.mark.xfail(strict=True, reason="bool ** True (a bool Python scalar exponent) raises "
-                   "RuntimeError('\"pow\" not implemented for Bool'); PyTorch computes it "
-                   "(src/tensor/elementwise.rs, pow)")
 def test_bool_pow_bool_scalar():
     both(lambda m, x: (x**True, x.pow(False), x.clone().pow_(True)), np.array([True, False]))
 
@@ -1073,12 +1057,6 @@ def test_bool_pow_bool_scalar():
 def test_lerp_0d_weight_of_another_dtype():
     # a 0-d weight tensor needn't have the inputs' dtype (a 1-d one must)
     both(lambda m, a: m.lerp(a, a * 2, m.tensor(0.3)), np.array([1.0, 2.0, 3.0]))
-
-
-test_lerp_0d_weight_of_another_dtype = xfail(
-    "lerp with a float32 0-d weight tensor and float64 inputs raises RuntimeError('expected "
-    "dtype float64 for `weight`'); PyTorch accepts a 0-d weight of another dtype "
-    "(src/tensor/elementwise.rs, lerp_raw)")(test_lerp_0d_weight_of_another_dtype)
 
 
 def test_binary_output_layout_follows_inputs():
@@ -2153,7 +2131,7 @@ ZERO_DIM_OPS = {
     "setitem": lambda m, a, s: (lambda y: (y.__setitem__(0, s), y)[1])(a.clone()),
     "cat": lambda m, a, s: m.cat([a.flatten(), s.reshape(1)]),
 }
-ZERO_DIM_XFAIL = {("clamp_min", "bool"): BINARY_XFAIL[("clamp_min_tensor", "bool")]}
+ZERO_DIM_XFAIL = {}
 
 
 @pytest.mark.parametrize("name,dtype", params(ZERO_DIM_OPS, ZERO_DIM_XFAIL, DTYPES))
@@ -2309,6 +2287,21 @@ GRADS = {
     "maximum_nan": lambda m: _grad(m, m.maximum, [float("nan"), 1.0], [1.0, float("nan")]),
     "fmax_nan": lambda m: _grad(m, m.fmax, [float("nan"), 1.0], [1.0, float("nan")]),
     "max_with_nan": lambda m: _grad(m, lambda a: a.max(), [1.0, float("nan"), 2.0]),
+    "minimum_nan": lambda m: _grad(m, m.minimum, [float("nan"), 1.0, 2.0], [1.0, float("nan"),
+                                                                              2.0]),
+    "min_with_nan": lambda m: _grad(m, lambda a: a.min(), [float("nan"), 1.0, float("nan")]),
+    "median_with_nan": lambda m: _grad(m, lambda a: a.median(), [1.0, float("nan"), 2.0]),
+    "amax_with_nan": lambda m: _grad(m, lambda a: a.amax(1), [[1.0, float("nan")], [2.0, 2.0]]),
+    "aminmax_with_nan": lambda m: _grad(m, lambda a: m.stack(list(m.aminmax(a, dim=0))),
+                                        [[1.0, float("nan")], [2.0, 2.0]]),
+    "vector_norm_p0": lambda m: _grad(m, lambda a: m.linalg.vector_norm(a, 0), [0.0, 1.0]),
+    "vector_norm_neg_p_at_zero": lambda m: _grad(m, lambda a: m.linalg.vector_norm(a, -1.5),
+                                                 [0.0, 1.0]),
+    "vector_norm_p15_all_zero": lambda m: _grad(m, lambda a: m.linalg.vector_norm(a, 1.5),
+                                                [0.0, -0.0]),
+    "norm_inf_with_nan": lambda m: _grad(m, lambda a: a.norm(float("-inf")),
+                                         [float("nan"), 1.0, -2.0]),
+    "atan2_signed_zeros": lambda m: _grad(m, m.atan2, [0.0, -0.0, 0.0], [-0.0, 0.0, 1.0]),
     "det_singular": lambda m: _grad(m, m.linalg.det, [[1.0, 2.0], [2.0, 4.0]]),
     "qr": lambda m: _grad(m, lambda a: m.linalg.qr(a).R, [[4.0, 1.0], [1.0, 3.0]]),
     "qr_tall": lambda m: _grad(m, lambda a: m.linalg.qr(a).R, [[4.0, 1.0], [1.0, 3.0],
@@ -2345,18 +2338,7 @@ GRADS = {
     "long_requires_grad": lambda m: m.tensor([2.0], requires_grad=True).long().requires_grad,
     "bool_requires_grad": lambda m: m.tensor([2.0], requires_grad=True).bool().requires_grad,
 }
-_MAX_NAN = ("at a NaN, maximum sends the gradient nowhere (0 to both inputs); PyTorch sends "
-            "it to the NaN input (src/tensor/elementwise_grad.rs, the Maximum arm)")
 GRADS_XFAIL = {
-    "vector_norm_half_at_zero": "the gradient of a p < 1 vector norm at a zero element is nan; "
-                                "PyTorch gives 0 (src/tensor/linalg_grad.rs, "
-                                "linalg_vector_norm backward)",
-    "atan2_at_origin": "the gradient of atan2(0, 0) is nan (0/0); PyTorch gives 0 "
-                       "(src/tensor/elementwise_grad.rs, the Atan2 arm)",
-    "maximum_nan": _MAX_NAN,
-    "max_with_nan": "the gradient of max() over a tensor holding a NaN is nan everywhere; "
-                    "PyTorch sends it to the NaN element (src/tensor/reduce_grad.rs, "
-                    "record_extremum for MaxBackward1)",
     "det_singular": "deliberate: at an exactly singular matrix ferrotorch's det gradient is "
                     "the cofactor matrix ([[4, -2], [-2, 1]] here, the derivative), computed "
                     "from the SVD; PyTorch 2.13 returns zeros there",
