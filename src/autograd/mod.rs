@@ -38,6 +38,9 @@ pub struct AutogradMeta {
     pub hooks: Vec<(u64, HookFn)>,
     /// Hooks run after a gradient was accumulated into a leaf's `.grad`.
     pub post_accumulate_hooks: Vec<(u64, PostAccumulateHookFn)>,
+    /// A view returned by an op that returns several views (split, chunk, unbind), or a view
+    /// of one: in-place writes to it are refused under autograd, as in PyTorch.
+    pub multi_output_view: bool,
 }
 
 static HOOK_ID: AtomicU64 = AtomicU64::new(1);

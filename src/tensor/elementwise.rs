@@ -826,14 +826,16 @@ fn int_map<T: Element>(t: &Tensor, f: impl Fn(T) -> T + Sync + Send) -> Result<T
 /// like the inputs, as in PyTorch (see [`crate::layout::elementwise_dim_order`]): the inputs
 /// are viewed in that dim order, the kernel runs on the views (contiguous ones where the
 /// inputs are dense), and its result is viewed back. 0-d inputs are passed as they are.
-fn in_inputs_layout(
+pub(crate) fn in_inputs_layout(
     op: &'static str,
     inputs: &[&Tensor],
     kernel: impl FnOnce(&[Tensor]) -> Result<Tensor>,
 ) -> Result<Tensor> {
     let mut layouts = Vec::new();
     let mut order = None;
-    if inputs.iter().any(|t| t.ndim() >= 2) {
+    // Row-major inputs give a row-major result (PyTorch's fast path): the common case costs
+    // one contiguity check per input.
+    if !inputs.iter().all(|t| t.ndim() < 2 || t.is_contiguous()) {
         let shape = inputs.iter().try_fold(crate::layout::Dims::new(), |s, t| {
             broadcast_shapes(op, &s, t.shape())
         })?;
@@ -1033,14 +1035,27 @@ fn operand_tensor(x: &TensorOrScalar, dtype: DType) -> Tensor {
 /// CUDA tensor; `None` on the CPU.
 fn cuda_binary(a: &Tensor, b: &Tensor, kernel: &'static str) -> Result<Option<Tensor>> {
     if a.device().is_cuda() || b.device().is_cuda() {
-        crate::cuda::ops::binary_named(a, b, kernel).map(Some)
+        in_inputs_layout(kernel, &[a, b], |ab| {
+            crate::cuda::ops::binary_named(&ab[0], &ab[1], kernel)
+        })
+        .map(Some)
     } else {
         Ok(None)
     }
 }
 
-/// Broadcast `a` and `b` (both of element type `T`) and map them elementwise.
+/// Broadcast `a` and `b` (both of element type `T`) and map them elementwise (the result laid
+/// out like the inputs).
 fn zip_map<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    op: &'static str,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
+    in_inputs_layout(op, &[a, b], |ab| zip_map_row_major(&ab[0], &ab[1], op, f))
+}
+
+fn zip_map_row_major<T: Element, U: Element>(
     a: &Tensor,
     b: &Tensor,
     op: &'static str,
@@ -1057,8 +1072,16 @@ fn zip_map<T: Element, U: Element>(
     ))
 }
 
-/// Map one tensor of element type `T`.
+/// Map one tensor of element type `T` (the result laid out like it).
 fn map_one<T: Element, U: Element>(
+    a: &Tensor,
+    op: &'static str,
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Result<Tensor> {
+    in_inputs_layout(op, &[a], |x| map_one_row_major(&x[0], op, f))
+}
+
+fn map_one_row_major<T: Element, U: Element>(
     a: &Tensor,
     op: &'static str,
     f: impl Fn(T) -> U + Sync + Send,
@@ -1104,6 +1127,18 @@ fn map3<A: Copy + Send + Sync, U: Copy + Send + Sync + Default + 'static>(
 
 /// Broadcast three tensors of element type `T` and map them elementwise.
 fn zip3_map<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    op: &'static str,
+    f: impl Fn(T, T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
+    in_inputs_layout(op, &[a, b, c], |abc| {
+        zip3_map_row_major(&abc[0], &abc[1], &abc[2], op, f)
+    })
+}
+
+fn zip3_map_row_major<T: Element, U: Element>(
     a: &Tensor,
     b: &Tensor,
     c: &Tensor,
@@ -1409,7 +1444,10 @@ impl Tensor {
         let cd = dt.compute_dtype();
         let x = self.to_dtype(cd);
         if x.device().is_cuda() {
-            return Ok(crate::cuda::ops::nan_to_num(&x, nan, pinf, ninf)?.to_dtype(dt));
+            let r = in_inputs_layout("nan_to_num", &[&x], |x| {
+                crate::cuda::ops::nan_to_num(&x[0], nan, pinf, ninf)
+            })?;
+            return Ok(r.to_dtype(dt));
         }
         let r = with_float_dtype!(
             cd,

@@ -195,7 +195,6 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
         return;
     }
     let name: &'static str = match op {
-        Neg => "NegBackward0",
         Abs => "AbsBackward0",
         Sign => "SignBackward0",
         Exp => "ExpBackward0",
@@ -256,7 +255,6 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
             let x = saved_x.get()?;
             let u = |o: UnaryOp| x.unary(o);
             let gx = match op {
-                Neg => neg(g)?,
                 Abs => mul(g, &u(Sign)?)?,
                 Sign | Floor | Ceil | Round | Trunc => muls(g, 0.0)?,
                 Log => div(g, x)?,

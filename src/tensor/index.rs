@@ -1316,10 +1316,17 @@ impl Tensor {
         }
         let xt = x.to_tensor(dtype);
         let yt = y.to_tensor(dtype);
+        // the result laid out like the inputs, as PyTorch's
+        super::elementwise::in_inputs_layout("where", &[cond, &xt, &yt], |v| {
+            Self::where_row_major(&v[0], &v[1], &v[2], dtype)
+        })
+    }
+
+    fn where_row_major(cond: &Tensor, xt: &Tensor, yt: &Tensor, dtype: DType) -> Result<Tensor> {
         let shape = broadcast_shapes("where", cond.shape(), xt.shape())?;
         let shape = broadcast_shapes("where", &shape, yt.shape())?;
         if cond.device().is_cuda() || xt.device().is_cuda() || yt.device().is_cuda() {
-            return crate::cuda::ops::where_(cond, &xt, &yt, &shape);
+            return crate::cuda::ops::where_(cond, xt, yt, &shape);
         }
         let lc = cond.layout().broadcast_to("where", &shape)?;
         let lx = xt.layout().broadcast_to("where", &shape)?;

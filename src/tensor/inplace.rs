@@ -76,6 +76,18 @@ impl Tensor {
                 )));
             }
         }
+        let (multi_output_view, made_by, output_nr) = {
+            let m = self.meta();
+            let name = m.grad_fn.as_ref().map(|f| f.name().to_string());
+            (m.multi_output_view, name, m.output_nr)
+        };
+        if multi_output_view {
+            let made_by = made_by.unwrap_or_default();
+            let made_by = made_by.split("Backward").next().unwrap_or_default();
+            return Err(Error::Runtime(format!(
+                "Output {output_nr} of {made_by} is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+            )));
+        }
         // Snapshot: same history as `self`, private copy of the data.
         let snap = self.clone_data();
         {

@@ -17,6 +17,8 @@ pub(crate) fn record_view(
     backward: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static,
 ) -> Tensor {
     if needs_grad(&[input]) && out.dtype().is_floating_point() {
+        let multi_output_view = input.meta().multi_output_view;
+        out.meta().multi_output_view = multi_output_view;
         record_saving(
             name,
             &[input],
@@ -102,6 +104,11 @@ fn record_pieces(name: &str, input: &Tensor, pieces: &[Tensor], d: usize, stacke
             Ok(vec![Some(r)])
         }),
     );
+    // PyTorch refuses in-place writes to these views (and to views of them) under autograd:
+    // the one node could not rebase the history of a single piece.
+    for p in pieces {
+        p.meta().multi_output_view = true;
+    }
 }
 
 fn shape_i64(s: &[usize]) -> Vec<i64> {

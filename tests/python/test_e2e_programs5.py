@@ -9,8 +9,8 @@ an autoregressive sampler with ``torch.multinomial`` and generators, custom auto
 decorators, in-place updates through views, a CLIP-style contrastive loss, einsum attention with
 a relative-position bias, truncated BPTT with foreach clipping, flat master parameters resumed
 from a checkpoint that must keep their views, and autograd-graph walking. Programs that hit a
-gap of the native core are kept as strict xfails naming it (is_inference, in-place on unbind
-outputs, grad_fn node types, saved-tensor hooks, torch.fft / stft, __torch_function__).
+gap of the native core are kept as strict xfails naming it (is_inference, grad_fn node types,
+saved-tensor hooks, torch.fft / stft, __torch_function__).
 
 Each program is written once as a function of the module ``M`` (``ferrotorch`` or ``torch``), so
 the very same code runs under both; the tests run it under ferrotorch and check real outcomes,
@@ -1257,17 +1257,30 @@ def test_inplace_view_program_matches_torch():
         _close(a, b, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="in-place modification of an output of a multi-output "
-                   "view op (unbind/split/chunk) is accepted silently; PyTorch raises 'Output 0 "
-                   "of UnbindBackward0 is a view and is being modified inplace...' because the "
-                   "view's grad can not be rebased; the view/version tracking lives in the Rust "
-                   "autograd (src/autograd/ view handling of in-place ops, src/python/tensor.rs)")
 def test_inplace_on_unbind_outputs_is_refused():
+    # as PyTorch: the outputs of split/chunk/unbind (and views of them) can't be written in
+    # place under autograd; without autograd (no_grad, or nothing requires grad) they can
     M = ferrotorch
-    a = M.ones(2, 3, requires_grad=True)
-    rows = (a * 2).unbind(0)
-    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
-        rows[0].add_(1)
+    a = M.ones(4, 2, requires_grad=True)
+    y = a * 2
+    rows = y.unbind(0)
+    with pytest.raises(RuntimeError, match="Output 1 of Unbind is a view and is being "
+                       "modified inplace"):
+        rows[1].add_(1)
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view"):
+        y.split(2)[0].mul_(2)
+    with pytest.raises(RuntimeError, match="Output 0 of SplitWithSizes is a view"):
+        y.split([1, 3])[0].mul_(2)
+    with pytest.raises(RuntimeError, match="Output 0 of Select is a view"):
+        y.chunk(2)[0][0].add_(1)
+    p, _ = y.split(2)
+    with M.no_grad():
+        p.mul_(2)
+    assert y[0].tolist() == [4.0, 4.0]
+    z = M.ones(4, 2)
+    q, _ = z.split(2)
+    q.mul_(3)
+    assert z[:2].sum().item() == 12.0
 
 
 # ---------------------------------------------------------------------------- (l)

@@ -316,3 +316,35 @@ def test_elementwise_result_keeps_the_inputs_layout(name, device):
     np.testing.assert_allclose(out.cpu().numpy(), expected)
     # the data really is in that order: a view that needs it works, and so does reshape
     assert out.reshape(-1).tolist() == expected.reshape(-1).tolist()
+
+
+# The other elementwise ops keep the layout too (ternary ones, ones with extra arguments).
+_T = np.arange(6.0).reshape(2, 3)
+_MORE_LAYOUT_OPS = {
+    "where": (lambda m, x: m.where(x > 2, x, 0.0), lambda a: np.where(a > 2, a, 0.0)),
+    "where_t": (lambda m, x: m.where(x > 2, x, m.zeros(3, 2, dtype=x.dtype, device=x.device)),
+                lambda a: np.where(a > 2, a, 0.0)),
+    "clamp": (lambda m, x: x.clamp(1, 3), lambda a: np.clip(a, 1, 3)),
+    "clamp_t": (lambda m, x: x.clamp(min=m.full((3, 2), 2.0, dtype=x.dtype, device=x.device)),
+                lambda a: np.maximum(a, 2.0)),
+    "lerp": (lambda m, x: m.lerp(x, m.ones(3, 2, dtype=x.dtype, device=x.device), 0.5),
+             lambda a: a + 0.5 * (1 - a)),
+    "addcmul": (lambda m, x: m.addcmul(x, x, x, value=2), lambda a: a + 2 * a * a),
+    "addcdiv": (lambda m, x: m.addcdiv(x, x, x + 1), lambda a: a + a / (a + 1)),
+    "nan_to_num": (lambda m, x: x.nan_to_num(), lambda a: a),
+    "fmod": (lambda m, x: m.fmod(x, 2), lambda a: np.fmod(a, 2)),
+    "add_alpha": (lambda m, x: m.add(x, x, alpha=2), lambda a: 3 * a),
+    "sub_alpha": (lambda m, x: m.sub(x, x * 2, alpha=0.5), lambda a: 0 * a),
+    "div_floor": (lambda m, x: m.div(x, 4, rounding_mode="floor"), lambda a: np.floor(a / 4)),
+    "hardtanh": (lambda m, x: m.nn.functional.hardtanh(x - 2), lambda a: np.clip(a - 2, -1, 1)),
+}
+
+
+@pytest.mark.parametrize("device", _layout_devices())
+@pytest.mark.parametrize("name", list(_MORE_LAYOUT_OPS))
+def test_more_elementwise_ops_keep_the_inputs_layout(name, device):
+    fn, ref = _MORE_LAYOUT_OPS[name]
+    x = torch.tensor(_T, device=device).t()  # strides (1, 3)
+    out = fn(torch, x)
+    assert out.stride() == (1, 3), out.stride()
+    np.testing.assert_allclose(out.cpu().numpy(), ref(_T.T))
