@@ -829,7 +829,7 @@ fn int_map<T: Element>(t: &Tensor, f: impl Fn(T) -> T + Sync + Send) -> Result<T
 pub(crate) fn in_inputs_layout(
     op: &'static str,
     inputs: &[&Tensor],
-    kernel: impl FnOnce(&[Tensor]) -> Result<Tensor>,
+    kernel: impl FnOnce(&[&Tensor]) -> Result<Tensor>,
 ) -> Result<Tensor> {
     let mut layouts = Vec::new();
     let mut order = None;
@@ -849,8 +849,7 @@ pub(crate) fn in_inputs_layout(
         order = crate::layout::elementwise_dim_order(&shape, &refs);
     }
     let Some(order) = order else {
-        let owned: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
-        return kernel(&owned);
+        return kernel(inputs);
     };
     let viewed: Vec<Tensor> = inputs
         .iter()
@@ -860,7 +859,7 @@ pub(crate) fn in_inputs_layout(
             None => (*t).clone(),
         })
         .collect();
-    let out = kernel(&viewed)?;
+    let out = kernel(&viewed.iter().collect::<Vec<_>>())?;
     let mut back = vec![0usize; order.len()];
     for (i, &d) in order.iter().enumerate() {
         back[d] = i;
@@ -874,7 +873,7 @@ pub(crate) fn in_inputs_layout(
 
 fn binary_kernel(a: &Tensor, b: &Tensor, op: BinaryOp, common: DType) -> Result<Tensor> {
     in_inputs_layout(op.name(), &[a, b], |ab| {
-        binary_kernel_row_major(&ab[0], &ab[1], op, common)
+        binary_kernel_row_major(ab[0], ab[1], op, common)
     })
 }
 
@@ -1036,7 +1035,7 @@ fn operand_tensor(x: &TensorOrScalar, dtype: DType) -> Tensor {
 fn cuda_binary(a: &Tensor, b: &Tensor, kernel: &'static str) -> Result<Option<Tensor>> {
     if a.device().is_cuda() || b.device().is_cuda() {
         in_inputs_layout(kernel, &[a, b], |ab| {
-            crate::cuda::ops::binary_named(&ab[0], &ab[1], kernel)
+            crate::cuda::ops::binary_named(ab[0], ab[1], kernel)
         })
         .map(Some)
     } else {
@@ -1052,7 +1051,7 @@ fn zip_map<T: Element, U: Element>(
     op: &'static str,
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
-    in_inputs_layout(op, &[a, b], |ab| zip_map_row_major(&ab[0], &ab[1], op, f))
+    in_inputs_layout(op, &[a, b], |ab| zip_map_row_major(ab[0], ab[1], op, f))
 }
 
 fn zip_map_row_major<T: Element, U: Element>(
@@ -1078,7 +1077,7 @@ fn map_one<T: Element, U: Element>(
     op: &'static str,
     f: impl Fn(T) -> U + Sync + Send,
 ) -> Result<Tensor> {
-    in_inputs_layout(op, &[a], |x| map_one_row_major(&x[0], op, f))
+    in_inputs_layout(op, &[a], |x| map_one_row_major(x[0], op, f))
 }
 
 fn map_one_row_major<T: Element, U: Element>(
@@ -1134,7 +1133,7 @@ fn zip3_map<T: Element, U: Element>(
     f: impl Fn(T, T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
     in_inputs_layout(op, &[a, b, c], |abc| {
-        zip3_map_row_major(&abc[0], &abc[1], &abc[2], op, f)
+        zip3_map_row_major(abc[0], abc[1], abc[2], op, f)
     })
 }
 
@@ -1445,7 +1444,7 @@ impl Tensor {
         let x = self.to_dtype(cd);
         if x.device().is_cuda() {
             let r = in_inputs_layout("nan_to_num", &[&x], |x| {
-                crate::cuda::ops::nan_to_num(&x[0], nan, pinf, ninf)
+                crate::cuda::ops::nan_to_num(x[0], nan, pinf, ninf)
             })?;
             return Ok(r.to_dtype(dt));
         }

@@ -1318,7 +1318,7 @@ impl Tensor {
         let yt = y.to_tensor(dtype);
         // the result laid out like the inputs, as PyTorch's
         super::elementwise::in_inputs_layout("where", &[cond, &xt, &yt], |v| {
-            Self::where_row_major(&v[0], &v[1], &v[2], dtype)
+            Self::where_row_major(v[0], v[1], v[2], dtype)
         })
     }
 
