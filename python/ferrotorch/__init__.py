@@ -109,6 +109,8 @@ from ferrotorch import _api_gaps3  # noqa: E402 torch.dropout & co., torch.<op>_
 _api_gaps3._install()
 linalg._install_linalg_errors()  # noqa: E402 torch.linalg.LinAlgError from the solvers
 from ferrotorch import accelerator  # noqa: E402 torch.accelerator (CUDA)
+from ferrotorch import _tensor_apply  # noqa: E402 Tensor.apply_ / map_ / map2_
+_tensor_apply._install()
 from ferrotorch._legacy_tensor import set_default_tensor_type  # noqa: E402
 from ferrotorch import cpu  # noqa: E402,F811 torch.cpu (device module, cpu.amp)
 from ferrotorch import compiler  # noqa: E402 torch.compiler (is_compiling, disable...)
