@@ -1,0 +1,340 @@
+# ruff: noqa: B007  (loop variables named as in the tutorials)
+"""A sixth set of end-to-end programs written the way experienced PyTorch users write them (see
+test_e2e_programs.py .. test_e2e_programs5.py for the others, which this set does not repeat):
+a MobileNetV3 inverted-residual block (depthwise and dilated grouped convolutions, Hardswish,
+squeeze-and-excitation with Hardsigmoid), BatchNorm/Dropout behaviour across train/eval and
+no_grad (cumulative running averages, track_running_stats=False), optimizer param_groups edited
+mid-training (add_param_group, lr/weight-decay edits, freezing), a SAC-style tanh-squashed
+Gaussian policy on torch.distributions, second-order MAML with torch.func.functional_call, a
+physics-informed network trained on an ODE residual (autograd.grad with create_graph), Gaussian
+process regression through a Cholesky factorisation in float64, a Kim-style text CNN, mixup with
+soft targets, entropic optimal transport (Sinkhorn in the log domain), a BPR matrix-factorisation
+recommender with Adagrad, multi-label metrics computed with tensors, a sliding-window causal-conv
+forecaster fed through Tensor.unfold, evolution strategies over parameters_to_vector, a neural
+ODE integrated with RK4, and an augmentation pipeline (padding modes, flips, rolls, resizing,
+fold/unfold).
+
+Each program is written once as a function of the module ``M`` (``ferrotorch`` or ``torch``), so
+the very same code runs under both; randomness comes from NumPy so that both libraries see the
+same data. The plain tests run the program under ferrotorch and check real outcomes; the
+``*_matches_torch`` tests (skipped without PyTorch) run it again under PyTorch starting from
+ferrotorch's initial weights and compare losses, gradients and outputs."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ferrotorch
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _np(t):
+    return np.array(t.detach().cpu().numpy(), copy=True)
+
+
+def _sd_np(model):
+    return {k: _np(v) for k, v in model.state_dict().items()}
+
+
+def _start(model, M, init):
+    """Load ``init`` (a NumPy state dict, from the other library's run) when given, and return
+    the model's starting state as NumPy, so that a second run can begin from the same weights."""
+    if init is not None:
+        model.load_state_dict({k: M.from_numpy(v.copy()) for k, v in init.items()})
+    return _sd_np(model)
+
+
+def _compare(ft_res, pt_res, rtol=1e-5, atol=1e-6, skip=("init",)):
+    assert set(ft_res) == set(pt_res)
+    for key in ft_res:
+        if key in skip:
+            continue
+        a, b = ft_res[key], pt_res[key]
+        a = _np(a) if hasattr(a, "detach") else np.asarray(a)
+        b = _np(b) if hasattr(b, "detach") else np.asarray(b)
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=key)
+
+
+def _grads(model):
+    return {n: _np(p.grad) for n, p in model.named_parameters() if p.grad is not None}
+
+
+def _flat(d, prefix):
+    return {f"{prefix}.{k}": v for k, v in d.items()}
+
+
+# ---------------------------------------------------------------------------- (a)
+def mobilenet_v3(M, init=None, steps=4):
+    """A MobileNetV3-style net: stem with ReLU6, an inverted-residual block (1x1 expand,
+    depthwise 3x3, squeeze-and-excitation, 1x1 project, residual), a dilated grouped conv and
+    a linear head; trained a few SGD-momentum steps on a fixed batch."""
+    nn, F = M.nn, M.nn.functional
+
+    class SqueezeExcite(nn.Module):
+        def __init__(self, c, r=4):
+            super().__init__()
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc1 = nn.Conv2d(c, c // r, 1)
+            self.fc2 = nn.Conv2d(c // r, c, 1)
+
+        def forward(self, x):
+            s = F.relu(self.fc1(self.pool(x)))
+            return x * F.hardsigmoid(self.fc2(s))
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, c, expand=2):
+            super().__init__()
+            h = c * expand
+            self.block = nn.Sequential(
+                nn.Conv2d(c, h, 1, bias=False), nn.BatchNorm2d(h), nn.Hardswish(),
+                nn.Conv2d(h, h, 3, padding=1, groups=h, bias=False), nn.BatchNorm2d(h),
+                nn.Hardswish(), SqueezeExcite(h),
+                nn.Conv2d(h, c, 1, bias=False), nn.BatchNorm2d(c))
+
+        def forward(self, x):
+            return x + self.block(x)
+
+    M.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU6(),
+        InvertedResidual(8),
+        nn.Conv2d(8, 16, 3, padding=2, dilation=2, groups=4), nn.Hardswish(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.0), nn.Linear(16, 4))
+    res = {"init": _start(net, M, init)}
+    rng = np.random.default_rng(1)
+    x = M.from_numpy(rng.standard_normal((6, 3, 12, 12)).astype(np.float32))
+    y = M.from_numpy(rng.integers(0, 4, 6))
+    opt = M.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        if step == 0:
+            res.update(_flat(_grads(net), "grad0"))
+        opt.step()
+        losses.append(loss.item())
+    net.eval()
+    with M.no_grad():
+        res["eval_logits"] = net(x)
+    res["losses"] = losses
+    res["running_var"] = net[3].block[1].running_var
+    return res
+
+
+def test_mobilenet_v3_block_trains():
+    res = mobilenet_v3(ferrotorch, steps=20)
+    assert res["losses"][-1] < 0.5 * res["losses"][0]
+    assert res["eval_logits"].shape == (6, 4)
+    # depthwise conv: one 3x3 filter per channel
+    assert res["init"]["3.block.3.weight"].shape == (16, 1, 3, 3)
+    assert res["init"]["4.weight"].shape == (16, 2, 3, 3)  # groups=4: 8 / 4 input channels each
+
+
+def test_mobilenet_v3_matches_torch():
+    torch = _torch()
+    ft_res = mobilenet_v3(ferrotorch)
+    pt_res = mobilenet_v3(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=2e-4, atol=2e-5)
+
+
+# ---------------------------------------------------------------------------- (b)
+def norm_dropout_modes(M, init=None):
+    """BatchNorm and Dropout across train/eval/no_grad: cumulative running averages
+    (momentum=None), track_running_stats=False (batch statistics even in eval), running stats
+    untouched in eval, num_batches_tracked, Dropout an identity in eval and under F.dropout(
+    training=False), and p=1 dropping everything."""
+    nn, F = M.nn, M.nn.functional
+    M.manual_seed(0)
+    bn_cum = nn.BatchNorm1d(3, momentum=None)
+    bn_free = nn.BatchNorm1d(3, track_running_stats=False, affine=False)
+    bn_2d = nn.BatchNorm2d(2, momentum=0.3, eps=1e-3)
+    res = {}
+    rng = np.random.default_rng(2)
+    batches = [M.from_numpy(rng.standard_normal((5, 3)).astype(np.float32) * (i + 1) + i)
+               for i in range(3)]
+    for b in batches:
+        bn_cum(b)
+    res["cum_mean"] = bn_cum.running_mean
+    res["cum_var"] = bn_cum.running_var
+    res["tracked"] = bn_cum.num_batches_tracked
+    bn_cum.eval()
+    before = bn_cum.running_mean.clone()
+    res["cum_eval_out"] = bn_cum(batches[0])
+    res["eval_untouched"] = float(M.equal(before, bn_cum.running_mean))
+    bn_free.eval()
+    res["free_eval_out"] = bn_free(batches[1])  # batch statistics: no running stats to use
+    res["free_has_stats"] = float(bn_free.running_mean is None)
+    img = M.from_numpy(rng.standard_normal((4, 2, 3, 3)).astype(np.float32))
+    with M.no_grad():
+        res["bn2d_train_nograd"] = bn_2d(img)  # train mode still updates stats under no_grad
+    res["bn2d_mean"] = bn_2d.running_mean
+    res["bn2d_var"] = bn_2d.running_var
+    drop = nn.Dropout(0.5)
+    drop.eval()
+    res["dropout_eval_identity"] = float(M.equal(drop(img), img))
+    res["f_dropout_off"] = float(M.equal(F.dropout(img, 0.9, training=False), img))
+    res["p1_zero"] = float((F.dropout(img, 1.0) == 0).all())
+    x = img.clone().requires_grad_()
+    F.dropout(x, 1.0).sum().backward()
+    res["p1_grad"] = x.grad
+    return res
+
+
+def test_batchnorm_dropout_train_eval_modes():
+    res = norm_dropout_modes(ferrotorch)
+    rng = np.random.default_rng(2)
+    batches = [rng.standard_normal((5, 3)).astype(np.float32) * (i + 1) + i for i in range(3)]
+    np.testing.assert_allclose(_np(res["cum_mean"]), np.mean([b.mean(0) for b in batches], 0),
+                               rtol=1e-5)
+    np.testing.assert_allclose(_np(res["cum_var"]),
+                               np.mean([b.var(0, ddof=1) for b in batches], 0), rtol=1e-5)
+    assert int(res["tracked"]) == 3
+    assert res["eval_untouched"] == 1.0 and res["free_has_stats"] == 1.0
+    b1 = batches[1]
+    np.testing.assert_allclose(_np(res["free_eval_out"]),
+                               (b1 - b1.mean(0)) / np.sqrt(b1.var(0) + 1e-5), rtol=1e-4,
+                               atol=1e-5)
+    assert res["dropout_eval_identity"] == res["f_dropout_off"] == res["p1_zero"] == 1.0
+    assert float(res["p1_grad"].abs().sum()) == 0.0
+
+
+def test_batchnorm_dropout_modes_match_torch():
+    torch = _torch()
+    _compare(norm_dropout_modes(ferrotorch), norm_dropout_modes(torch), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (c)
+def param_group_edits(M, init=None, steps=12):
+    """Fine-tuning where the optimizer is edited mid-training: the head starts alone, the
+    backbone joins through ``add_param_group`` with its own lr, the lr of every group is cut by
+    hand, weight decay switched off for one group, and a layer frozen (its grad set to None);
+    AdamW with amsgrad. The optimizer state (exp_avg) is read back as users do."""
+    nn, F = M.nn, M.nn.functional
+    M.manual_seed(0)
+    backbone = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh())
+    head = nn.Linear(8, 2)
+    model = nn.Sequential(backbone, head)
+    res = {"init": _start(model, M, init)}
+    rng = np.random.default_rng(3)
+    x = M.from_numpy(rng.standard_normal((16, 4)).astype(np.float32))
+    y = M.from_numpy(rng.standard_normal((16, 2)).astype(np.float32))
+    opt = M.optim.AdamW(head.parameters(), lr=0.05, weight_decay=0.1, amsgrad=True)
+    losses, lrs = [], []
+    for step in range(steps):
+        if step == 3:
+            opt.add_param_group({"params": backbone.parameters(), "lr": 0.01,
+                                 "weight_decay": 0.0})
+        if step == 6:
+            for group in opt.param_groups:
+                group["lr"] *= 0.5
+            opt.param_groups[0]["weight_decay"] = 0.0
+        if step == 8:
+            for p in backbone[0].parameters():
+                p.requires_grad_(False)
+        opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        lrs.append([g["lr"] for g in opt.param_groups] + [0.0] * (2 - len(opt.param_groups)))
+    res["losses"] = losses
+    res["lrs"] = lrs
+    res["exp_avg_head"] = opt.state[head.weight]["exp_avg"]
+    res["max_exp_avg_sq"] = opt.state[backbone[2].weight]["max_exp_avg_sq"]
+    res["frozen_grad_none"] = float(backbone[0].weight.grad is None)
+    res["final"] = M.nn.utils.parameters_to_vector(model.parameters())
+    res["n_groups"] = len(opt.param_groups)
+    res["group_keys"] = float(set(opt.param_groups[1]) >= {"params", "lr", "betas", "eps",
+                                                           "weight_decay", "amsgrad"})
+    return res
+
+
+def test_param_group_edits_mid_training():
+    res = param_group_edits(ferrotorch)
+    assert res["n_groups"] == 2 and res["group_keys"] == 1.0
+    assert res["lrs"][0] == [0.05, 0.0] and res["lrs"][3] == [0.05, 0.01]
+    assert res["lrs"][-1] == [0.025, 0.005]
+    assert res["frozen_grad_none"] == 1.0
+    assert res["losses"][-1] < res["losses"][0]
+    # the frozen layer kept the values it had when frozen; the others moved on
+    init = res["init"]
+    final = _np(res["final"])
+    assert not np.allclose(final[:32], init["0.0.weight"].ravel())
+
+
+def test_param_group_edits_match_torch():
+    torch = _torch()
+    ft_res = param_group_edits(ferrotorch)
+    pt_res = param_group_edits(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=2e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (d)
+def squashed_gaussian_policy(M, init=None, steps=5):
+    """The SAC actor update: a Gaussian head, ``rsample`` through a tanh squashing, the log-prob
+    correction written by hand and through ``TransformedDistribution(TanhTransform)``, an
+    entropy-regularised objective against a fixed critic, and ``kl_divergence`` to a prior used
+    as a trust-region penalty; the noise comes from NumPy (``loc + scale * eps``)."""
+    nn, D = M.nn, M.distributions
+    M.manual_seed(0)
+    actor = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 4))
+    critic_w = M.tensor([[1.0, -0.5], [0.3, 0.8]])
+    res = {"init": _start(actor, M, init)}
+    rng = np.random.default_rng(4)
+    obs = M.from_numpy(rng.standard_normal((8, 3)).astype(np.float32))
+    log_alpha = M.zeros(1, requires_grad=True)
+    opt = M.optim.Adam(list(actor.parameters()) + [log_alpha], lr=0.01)
+    prior = D.Normal(M.zeros(2), M.ones(2))
+    hist = []
+    for step in range(steps):
+        eps = M.from_numpy(rng.standard_normal((8, 2)).astype(np.float32))
+        mu, log_std = actor(obs).chunk(2, dim=-1)
+        std = log_std.clamp(-5, 2).exp()
+        base = D.Normal(mu, std)
+        u = mu + std * eps  # what base.rsample() computes, with our noise
+        a = M.tanh(u)
+        logp = (base.log_prob(u) - M.log(1 - a.pow(2) + 1e-6)).sum(-1)
+        squashed = D.TransformedDistribution(base, [D.transforms.TanhTransform(cache_size=1)])
+        logp_td = squashed.log_prob(a).sum(-1)
+        q = -((a @ critic_w - 0.3) ** 2).sum(-1)
+        alpha = log_alpha.exp()
+        kl = D.kl_divergence(D.Independent(base, 1), D.Independent(prior, 1)).mean()
+        loss = (alpha.detach() * logp - q).mean() + 0.01 * kl
+        alpha_loss = -(log_alpha * (logp.detach() - 2.0)).mean()
+        opt.zero_grad()
+        (loss + alpha_loss).backward()
+        if step == 0:
+            res.update(_flat(_grads(actor), "grad0"))
+            res["alpha_grad0"] = log_alpha.grad.clone()
+            res["logp0"] = logp
+            res["logp_td0"] = logp_td
+            res["entropy0"] = base.entropy().sum(-1)
+        opt.step()
+        hist.append([loss.item(), alpha_loss.item(), kl.item()])
+    res["hist"] = hist
+    res["log_alpha"] = log_alpha
+    return res
+
+
+def test_sac_squashed_gaussian_policy():
+    res = squashed_gaussian_policy(ferrotorch, steps=30)
+    # the hand-written tanh correction and TanhTransform agree (up to the 1e-6 guard)
+    np.testing.assert_allclose(_np(res["logp0"]), _np(res["logp_td0"]), rtol=1e-3, atol=1e-3)
+    hist = np.array(res["hist"])
+    assert hist[-1, 0] < hist[0, 0]
+    assert np.all(hist[:, 2] >= 0)  # a KL divergence
+    # the temperature moves toward the target entropy: log_alpha's gradient is logp - target
+    assert float(res["alpha_grad0"]) == pytest.approx(-(_np(res["logp0"]) - 2.0).mean(),
+                                                      rel=1e-5)
+
+
+def test_sac_squashed_gaussian_matches_torch():
+    torch = _torch()
+    ft_res = squashed_gaussian_policy(ferrotorch)
+    pt_res = squashed_gaussian_policy(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=2e-4, atol=2e-5)
