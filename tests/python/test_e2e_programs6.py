@@ -338,3 +338,193 @@ def test_sac_squashed_gaussian_matches_torch():
     ft_res = squashed_gaussian_policy(ferrotorch)
     pt_res = squashed_gaussian_policy(torch, init=ft_res["init"])
     _compare(ft_res, pt_res, rtol=2e-4, atol=2e-5)
+
+
+# ---------------------------------------------------------------------------- (e)
+def maml_sine(M, init=None, meta_steps=3, inner_steps=2):
+    """Second-order MAML on sine regression with ``torch.func.functional_call``: the inner loop
+    takes gradient steps on a dict of fast weights with ``create_graph=True``, the outer loss on
+    the query set backpropagates through them into the meta-parameters."""
+    nn, F = M.nn, M.nn.functional
+    M.manual_seed(0)
+    net = nn.Sequential(nn.Linear(1, 20), nn.Tanh(), nn.Linear(20, 20), nn.Tanh(),
+                        nn.Linear(20, 1))
+    res = {"init": _start(net, M, init)}
+    meta_opt = M.optim.Adam(net.parameters(), lr=0.01)
+    rng = np.random.default_rng(5)
+    inner_lr = 0.1
+    hist = []
+    for meta_step in range(meta_steps):
+        meta_opt.zero_grad()
+        outer_total = 0.0
+        for task in range(2):
+            amp_, phase = rng.uniform(0.5, 2.0), rng.uniform(0, math.pi)
+            xs = rng.uniform(-3, 3, (2, 10, 1)).astype(np.float32)
+            ys = (amp_ * np.sin(xs + phase)).astype(np.float32)
+            x_s, x_q = M.from_numpy(xs[0]), M.from_numpy(xs[1])
+            y_s, y_q = M.from_numpy(ys[0]), M.from_numpy(ys[1])
+            fast = dict(net.named_parameters())
+            for _ in range(inner_steps):
+                inner = F.mse_loss(M.func.functional_call(net, fast, (x_s,)), y_s)
+                grads = M.autograd.grad(inner, list(fast.values()), create_graph=True)
+                fast = {n: w - inner_lr * g for (n, w), g in zip(fast.items(), grads)}
+            outer = F.mse_loss(M.func.functional_call(net, fast, (x_q,)), y_q)
+            (outer / 2).backward()
+            outer_total += outer.item() / 2
+        if meta_step == 0:
+            res.update(_flat(_grads(net), "meta_grad0"))
+        meta_opt.step()
+        hist.append(outer_total)
+    res["hist"] = hist
+    return res
+
+
+def test_maml_second_order_meta_gradient():
+    M = ferrotorch
+    res = maml_sine(M, meta_steps=1)
+    # the meta-gradient differs from the first-order one (it flows through the inner grads)
+    fo = maml_first_order_grad(M, res["init"])
+    diff = max(np.abs(res[f"meta_grad0.{k}"] - v).max() for k, v in fo.items())
+    assert diff > 1e-4
+    assert all(np.isfinite(v).all() for k, v in res.items() if k.startswith("meta_grad0"))
+
+
+def maml_first_order_grad(M, init):
+    """The same first meta-step with the inner gradients detached (FOMAML)."""
+    F = M.nn.functional
+    net = M.nn.Sequential(M.nn.Linear(1, 20), M.nn.Tanh(), M.nn.Linear(20, 20), M.nn.Tanh(),
+                          M.nn.Linear(20, 1))
+    _start(net, M, init)
+    rng = np.random.default_rng(5)
+    for task in range(2):
+        amp_, phase = rng.uniform(0.5, 2.0), rng.uniform(0, math.pi)
+        xs = rng.uniform(-3, 3, (2, 10, 1)).astype(np.float32)
+        ys = (amp_ * np.sin(xs + phase)).astype(np.float32)
+        fast = dict(net.named_parameters())
+        for _ in range(2):
+            inner = F.mse_loss(M.func.functional_call(net, fast, (M.from_numpy(xs[0]),)),
+                               M.from_numpy(ys[0]))
+            grads = M.autograd.grad(inner, list(fast.values()))
+            fast = {n: w - 0.1 * g for (n, w), g in zip(fast.items(), grads)}
+        outer = F.mse_loss(M.func.functional_call(net, fast, (M.from_numpy(xs[1]),)),
+                           M.from_numpy(ys[1]))
+        (outer / 2).backward()
+    return _grads(net)
+
+
+def test_maml_matches_torch():
+    torch = _torch()
+    ft_res = maml_sine(ferrotorch)
+    pt_res = maml_sine(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=2e-4, atol=2e-6)
+
+
+# ---------------------------------------------------------------------------- (f)
+def pinn_oscillator(M, init=None, steps=60):
+    """A physics-informed network for u'' + u = 0, u(0) = 0, u'(0) = 1 (solution sin x):
+    derivatives of the network with respect to its input by ``autograd.grad`` with
+    ``create_graph=True`` (twice), the residual and boundary terms trained with Adam."""
+    nn = M.nn
+    M.manual_seed(0)
+    net = nn.Sequential(nn.Linear(1, 24), nn.Tanh(), nn.Linear(24, 24), nn.Tanh(),
+                        nn.Linear(24, 1))
+    res = {"init": _start(net, M, init)}
+    x = M.linspace(0, math.pi, 32).unsqueeze(1).requires_grad_(True)
+    x0 = M.zeros(1, 1, requires_grad=True)
+    opt = M.optim.Adam(net.parameters(), lr=0.01)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        u = net(x)
+        du = M.autograd.grad(u, x, grad_outputs=M.ones_like(u), create_graph=True)[0]
+        d2u = M.autograd.grad(du, x, grad_outputs=M.ones_like(du), create_graph=True)[0]
+        u0 = net(x0)
+        du0 = M.autograd.grad(u0.sum(), x0, create_graph=True)[0]
+        loss = (d2u + u).pow(2).mean() + u0.pow(2).sum() + (du0 - 1).pow(2).sum()
+        loss.backward()
+        if step == 0:
+            res.update(_flat(_grads(net), "grad0"))
+            res["d2u0"] = d2u
+        opt.step()
+        losses.append(loss.item())
+    res["losses"] = losses
+    with M.no_grad():
+        res["u"] = net(M.linspace(0, math.pi, 7).unsqueeze(1))
+    return res
+
+
+def test_pinn_learns_the_oscillator():
+    res = pinn_oscillator(ferrotorch, steps=400)
+    assert res["losses"][-1] < 0.02 * res["losses"][0]
+    u = _np(res["u"]).ravel()
+    np.testing.assert_allclose(u, np.sin(np.linspace(0, math.pi, 7)), atol=0.15)
+
+
+def test_pinn_second_derivative_and_grads_match_torch():
+    torch = _torch()
+    ft_res = pinn_oscillator(ferrotorch, steps=5)
+    pt_res = pinn_oscillator(torch, init=ft_res["init"], steps=5)
+    _compare(ft_res, pt_res, rtol=5e-4, atol=5e-6)
+
+
+# ---------------------------------------------------------------------------- (g)
+def gp_regression(M, steps=25):
+    """Exact Gaussian-process regression in float64: an RBF kernel from ``cdist``, the
+    marginal likelihood through ``linalg.cholesky``/``cholesky_solve`` and the log-determinant
+    from the factor's diagonal, hyperparameters (log length scale, log variance, log noise)
+    fitted with Adam, then the posterior mean and variance with ``linalg.solve_triangular``."""
+    rng = np.random.default_rng(6)
+    xs = np.sort(rng.uniform(-3, 3, 20))[:, None]
+    ys = np.sin(2 * xs[:, 0]) + 0.1 * rng.standard_normal(20)
+    X, y = M.from_numpy(xs), M.from_numpy(ys)
+    Xs = M.linspace(-3, 3, 9, dtype=M.float64).unsqueeze(1)
+    params = M.zeros(3, dtype=M.float64, requires_grad=True)  # log ell, log sf2, log sn2
+
+    def kernel(a, b, p):
+        return p[1].exp() * M.exp(-0.5 * M.cdist(a, b).pow(2) / p[0].exp().pow(2))
+
+    def nll(p):
+        K = kernel(X, X, p) + (p[2].exp() + 1e-6) * M.eye(len(X), dtype=M.float64)
+        L = M.linalg.cholesky(K)
+        alpha = M.cholesky_solve(y.unsqueeze(1), L)
+        return (0.5 * (y.unsqueeze(1) * alpha).sum() + L.diagonal().log().sum()
+                + 0.5 * len(X) * math.log(2 * math.pi))
+
+    opt = M.optim.Adam([params], lr=0.1)
+    hist = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = nll(params)
+        loss.backward()
+        if step == 0:
+            grad0 = params.grad.clone()
+        opt.step()
+        hist.append(loss.item())
+    with M.no_grad():
+        K = kernel(X, X, params) + (params[2].exp() + 1e-6) * M.eye(len(X), dtype=M.float64)
+        L = M.linalg.cholesky(K)
+        Ks = kernel(X, Xs, params)
+        alpha = M.cholesky_solve(y.unsqueeze(1), L)
+        mean = (Ks.T @ alpha).squeeze(1)
+        v = M.linalg.solve_triangular(L, Ks, upper=False)
+        var = params[1].exp() - v.pow(2).sum(0)
+    return {"hist": hist, "grad0": grad0, "params": params, "mean": mean, "var": var,
+            "nll_fn": nll}
+
+
+def test_gp_regression_fits_and_gradchecks():
+    M = ferrotorch
+    res = gp_regression(M, steps=60)
+    assert res["hist"][-1] < res["hist"][0] - 5
+    xs = np.linspace(-3, 3, 9)
+    np.testing.assert_allclose(_np(res["mean"]), np.sin(2 * xs), atol=0.35)
+    assert (_np(res["var"]) > 0).all()
+    p = M.tensor([0.1, -0.2, -1.0], dtype=M.float64, requires_grad=True)
+    assert M.autograd.gradcheck(res["nll_fn"], (p,))
+
+
+def test_gp_regression_matches_torch():
+    torch = _torch()
+    ft_res = gp_regression(ferrotorch)
+    pt_res = gp_regression(torch)
+    _compare(ft_res, pt_res, rtol=1e-8, atol=1e-10, skip=("nll_fn",))
