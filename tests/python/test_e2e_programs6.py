@@ -528,3 +528,178 @@ def test_gp_regression_matches_torch():
     ft_res = gp_regression(ferrotorch)
     pt_res = gp_regression(torch)
     _compare(ft_res, pt_res, rtol=1e-8, atol=1e-10, skip=("nll_fn",))
+
+
+# ---------------------------------------------------------------------------- (h)
+def text_cnn(M, init=None, steps=6):
+    """Kim's sentence CNN: an embedding with ``padding_idx``, parallel Conv1d filters of widths
+    2/3/4 over time, max-over-time pooling, dropout and cross-entropy with label smoothing and
+    class weights; Adam with gradient-norm clipping."""
+    nn, F = M.nn, M.nn.functional
+
+    class TextCNN(nn.Module):
+        def __init__(self, vocab=30, dim=12, n_filters=6, widths=(2, 3, 4), n_classes=3):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim, padding_idx=0)
+            self.convs = nn.ModuleList(nn.Conv1d(dim, n_filters, w) for w in widths)
+            self.drop = nn.Dropout(0.0)
+            self.fc = nn.Linear(n_filters * len(widths), n_classes)
+
+        def forward(self, tokens):
+            e = self.embed(tokens).transpose(1, 2)  # (B, dim, T)
+            pooled = [F.relu(conv(e)).amax(dim=2) for conv in self.convs]
+            return self.fc(self.drop(M.cat(pooled, dim=1)))
+
+    M.manual_seed(0)
+    model = TextCNN()
+    res = {"init": _start(model, M, init)}
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(4, 11, 12)
+    tokens = np.zeros((12, 10), dtype=np.int64)
+    labels = rng.integers(0, 3, 12)
+    for i, n in enumerate(lengths):
+        # the class is carried by a marker token (1, 2 or 3) somewhere in the sentence
+        tokens[i, :n] = rng.integers(4, 30, n)
+        tokens[i, rng.integers(0, n)] = labels[i] + 1
+    x, y = M.from_numpy(tokens), M.from_numpy(labels)
+    crit = nn.CrossEntropyLoss(weight=M.tensor([1.0, 2.0, 1.5]), label_smoothing=0.1)
+    opt = M.optim.Adam(model.parameters(), lr=0.02)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward()
+        if step == 0:
+            res.update(_flat(_grads(model), "grad0"))
+        res["norm"] = nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        opt.step()
+        losses.append(loss.item())
+    res["losses"] = losses
+    res["pad_row"] = model.embed.weight[0]
+    model.eval()
+    with M.no_grad():
+        res["acc"] = (model(x).argmax(1) == y).float().mean()
+    return res
+
+
+def test_text_cnn_learns_marker_tokens():
+    res = text_cnn(ferrotorch, steps=40)
+    assert res["losses"][-1] < 0.5 * res["losses"][0]
+    assert float(res["acc"]) == 1.0
+    assert float(res["pad_row"].abs().sum()) == 0.0  # padding_idx row never trained
+    assert res["grad0.embed.weight"][0].tolist() == [0.0] * 12
+
+
+def test_text_cnn_matches_torch():
+    torch = _torch()
+    ft_res = text_cnn(ferrotorch)
+    pt_res = text_cnn(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=2e-4, atol=2e-6)
+
+
+# ---------------------------------------------------------------------------- (i)
+def mixup_soft_targets(M, init=None, steps=5):
+    """Mixup: pairs of examples blended with a Beta-distributed weight (drawn in NumPy), the
+    loss with soft (probability) targets in ``cross_entropy`` next to the usual two-term form,
+    plus label smoothing on the probability targets and KL-divergence to the soft targets."""
+    nn, F = M.nn, M.nn.functional
+    M.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4))
+    res = {"init": _start(model, M, init)}
+    rng = np.random.default_rng(8)
+    opt = M.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    hist = []
+    for step in range(steps):
+        x = M.from_numpy(rng.standard_normal((10, 5)).astype(np.float32))
+        y = M.from_numpy(rng.integers(0, 4, 10))
+        lam = float(rng.beta(0.4, 0.4))
+        perm = M.from_numpy(rng.permutation(10))
+        mixed = lam * x + (1 - lam) * x[perm]
+        soft = lam * F.one_hot(y, 4).float() + (1 - lam) * F.one_hot(y[perm], 4).float()
+        logits = model(mixed)
+        loss = F.cross_entropy(logits, soft)
+        two_term = lam * F.cross_entropy(logits, y) + (1 - lam) * F.cross_entropy(logits, y[perm])
+        smoothed = F.cross_entropy(logits, soft, label_smoothing=0.2)
+        kl = F.kl_div(F.log_softmax(logits, -1), soft, reduction="batchmean")
+        opt.zero_grad()
+        loss.backward()
+        if step == 0:
+            res.update(_flat(_grads(model), "grad0"))
+        opt.step()
+        hist.append([loss.item(), two_term.item(), smoothed.item(), kl.item()])
+    res["hist"] = hist
+    return res
+
+
+def test_mixup_soft_target_losses():
+    hist = np.array(mixup_soft_targets(ferrotorch)["hist"])
+    np.testing.assert_allclose(hist[:, 0], hist[:, 1], rtol=1e-5)  # linear in the target
+    assert np.all(hist[:, 3] >= -1e-6)
+    assert np.all(hist[:, 2] != hist[:, 0])
+
+
+def test_mixup_matches_torch():
+    torch = _torch()
+    ft_res = mixup_soft_targets(ferrotorch)
+    pt_res = mixup_soft_targets(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (j)
+def sinkhorn(M, a_np, b_np, xs, ys, eps=0.5, iters=100):
+    """Entropic optimal transport between two point clouds, Sinkhorn iterations in the log
+    domain (``logsumexp``); returns the transport cost and the plan (differentiable in the
+    points)."""
+    x = M.from_numpy(xs).requires_grad_(True)
+    y = M.from_numpy(ys)
+    C = M.cdist(x, y).pow(2)
+    log_a, log_b = M.from_numpy(a_np).log(), M.from_numpy(b_np).log()
+    f = M.zeros_like(log_a)
+    g = M.zeros_like(log_b)
+    for _ in range(iters):
+        f = -eps * M.logsumexp((g.unsqueeze(0) - C) / eps + log_b.unsqueeze(0), dim=1)
+        g = -eps * M.logsumexp((f.unsqueeze(1) - C) / eps + log_a.unsqueeze(1), dim=0)
+    log_plan = (f.unsqueeze(1) + g.unsqueeze(0) - C) / eps + log_a.unsqueeze(1) \
+        + log_b.unsqueeze(0)
+    plan = log_plan.exp()
+    cost = (plan * C).sum()
+    cost.backward()
+    return {"cost": cost, "plan": plan, "grad_x": x.grad}
+
+
+def _ot_data():
+    rng = np.random.default_rng(9)
+    xs = rng.standard_normal((6, 2))
+    ys = rng.standard_normal((5, 2)) + np.array([2.0, 0.0])
+    a = rng.uniform(0.5, 1.5, 6)
+    b = rng.uniform(0.5, 1.5, 5)
+    return a / a.sum(), b / b.sum(), xs, ys
+
+
+def test_sinkhorn_transport_plan():
+    M = ferrotorch
+    a, b, xs, ys = _ot_data()
+    res = sinkhorn(M, a, b, xs, ys)
+    plan = _np(res["plan"])
+    np.testing.assert_allclose(plan.sum(0), b, atol=1e-8)  # the last update fixes the columns
+    np.testing.assert_allclose(plan.sum(1), a, atol=1e-3)
+    # moving the source cloud toward the target lowers the cost: the gradient points away
+    assert (_np(res["grad_x"])[:, 0] < 0).all()
+
+    def cost_of(x):
+        C = M.cdist(x, M.from_numpy(ys)).pow(2)
+        f = M.zeros(6, dtype=M.float64)
+        g = M.zeros(5, dtype=M.float64)
+        la, lb = M.from_numpy(a).log(), M.from_numpy(b).log()
+        for _ in range(10):
+            f = -0.5 * M.logsumexp((g - C) / 0.5 + lb, dim=1)
+            g = -0.5 * M.logsumexp((f.unsqueeze(1) - C) / 0.5 + la.unsqueeze(1), dim=0)
+        return ((f.unsqueeze(1) + g - C) / 0.5 + la.unsqueeze(1) + lb).exp().mul(C).sum()
+
+    assert M.autograd.gradcheck(cost_of, (M.from_numpy(xs).requires_grad_(True),))
+
+
+def test_sinkhorn_matches_torch():
+    torch = _torch()
+    data = _ot_data()
+    _compare(sinkhorn(ferrotorch, *data), sinkhorn(torch, *data), rtol=1e-9, atol=1e-12)
