@@ -703,3 +703,220 @@ def test_sinkhorn_matches_torch():
     torch = _torch()
     data = _ot_data()
     _compare(sinkhorn(ferrotorch, *data), sinkhorn(torch, *data), rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- (k)
+def bpr_recommender(M, init=None, epochs=3):
+    """Matrix factorisation for implicit feedback with the BPR loss (``logsigmoid`` of score
+    differences between an observed and a sampled item), user/item biases as 1-wide
+    embeddings, ``max_norm`` renormalising the looked-up item rows in place, Adagrad with
+    weight decay, and top-k recommendation that masks the already seen items."""
+    nn, F = M.nn, M.nn.functional
+
+    class MF(nn.Module):
+        def __init__(self, n_users=8, n_items=12, dim=6):
+            super().__init__()
+            self.users = nn.Embedding(n_users, dim)
+            self.items = nn.Embedding(n_items, dim, max_norm=1.5)
+            self.item_bias = nn.Embedding(n_items, 1)
+            nn.init.zeros_(self.item_bias.weight)
+
+        def score(self, u, i):
+            return (self.users(u) * self.items(i)).sum(-1) + self.item_bias(i).squeeze(-1)
+
+    M.manual_seed(0)
+    model = MF()
+    res = {"init": _start(model, M, init)}
+    rng = np.random.default_rng(10)
+    # users u and u + 4 like the items congruent to u mod 4; each has seen two of the three
+    seen = np.zeros((8, 12), dtype=bool)
+    for u in range(8):
+        liked = [i for i in range(12) if i % 4 == u % 4]
+        seen[u, liked[:2] if u < 4 else liked[1:]] = True
+    pairs = np.argwhere(seen)
+    opt = M.optim.Adagrad(model.parameters(), lr=0.1, weight_decay=1e-4,
+                          initial_accumulator_value=0.1)
+    hist = []
+    for epoch in range(epochs):
+        order = rng.permutation(len(pairs))
+        for batch in np.array_split(order, 2):
+            u = M.from_numpy(pairs[batch, 0])
+            pos = M.from_numpy(pairs[batch, 1])
+            neg = M.from_numpy(np.array([rng.choice(np.flatnonzero(~seen[k])) for k in
+                                         pairs[batch, 0]]))
+            loss = -F.logsigmoid(model.score(u, pos) - model.score(u, neg)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            hist.append(loss.item())
+    res["hist"] = hist
+    res["trained_norms"] = model.items.weight.detach().norm(dim=1)  # steps may exceed max_norm
+    with M.no_grad():
+        model.items(M.arange(12))  # a lookup renormalises the rows it touches, in place
+    res["item_norms"] = model.items.weight.detach().norm(dim=1)
+    res["state_sum"] = opt.state[model.users.weight]["sum"]
+    with M.no_grad():
+        scores = model.users.weight @ model.items.weight.T + model.item_bias.weight.T
+        res["seen_margin"] = (scores[M.from_numpy(seen)].view(8, 2).mean(1)
+                              - scores[M.from_numpy(~seen)].view(8, 10).mean(1))
+        scores = scores.masked_fill(M.from_numpy(seen), float("-inf"))
+        res["top2"] = scores.topk(2, dim=1).indices.sort(dim=1).values
+    return res
+
+
+def test_bpr_recommender():
+    res = bpr_recommender(ferrotorch, epochs=40)
+    hist = res["hist"]
+    assert np.mean(hist[-4:]) < 0.5 * np.mean(hist[:4])
+    # after a lookup of every row none is above max_norm; those above were scaled to it
+    trained, renormed = _np(res["trained_norms"]), _np(res["item_norms"])
+    assert trained.max() > 1.5 and renormed.max() <= 1.5 + 1e-4
+    big = trained > 1.5
+    np.testing.assert_allclose(renormed[big], 1.5, rtol=1e-4)
+    np.testing.assert_array_equal(renormed[~big], trained[~big])
+    # every user scores its observed items above the others, and is recommended unseen ones
+    assert (_np(res["seen_margin"]) > 1.0).all()
+    top2 = _np(res["top2"])
+    assert all(i % 4 != u % 4 or i == (8 if u < 4 else 0) + u % 4
+               for u in range(8) for i in top2[u])
+
+
+def test_bpr_recommender_matches_torch():
+    torch = _torch()
+    ft_res = bpr_recommender(ferrotorch)
+    pt_res = bpr_recommender(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (l)
+def multilabel_metrics(M, init=None, steps=30):
+    """Multi-label classification: BCEWithLogitsLoss with per-label ``pos_weight``, then the
+    metrics computed with tensor ops as in an evaluation loop: per-label precision / recall /
+    F1 at a threshold (``torch.where`` guarding 0/0), micro-F1, subset accuracy, and average
+    precision from a descending sort and ``cumsum``."""
+    nn = M.nn
+    M.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.SiLU(), nn.Linear(16, 4))
+    res = {"init": _start(model, M, init)}
+    rng = np.random.default_rng(11)
+    xs = rng.standard_normal((40, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 4))
+    ys = (xs @ w > np.array([0.0, 0.5, 1.0, 1.5])).astype(np.float32)  # rarer labels
+    x, y = M.from_numpy(xs), M.from_numpy(ys)
+    pos_weight = (y.shape[0] - y.sum(0)) / y.sum(0).clamp(min=1)
+    crit = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+    opt = M.optim.RMSprop(model.parameters(), lr=0.01, alpha=0.9, centered=True)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    with M.no_grad():
+        probs = M.sigmoid(model(x))
+    pred = (probs > 0.5).float()
+    tp = (pred * y).sum(0)
+    fp = (pred * (1 - y)).sum(0)
+    fn = ((1 - pred) * y).sum(0)
+    precision = M.where(tp + fp > 0, tp / (tp + fp), M.zeros_like(tp))
+    recall = M.where(tp + fn > 0, tp / (tp + fn), M.zeros_like(tp))
+    f1 = M.where(precision + recall > 0, 2 * precision * recall / (precision + recall),
+                 M.zeros_like(tp))
+    micro_f1 = 2 * tp.sum() / (2 * tp.sum() + fp.sum() + fn.sum())
+    subset_acc = (pred == y).all(dim=1).float().mean()
+    order = probs.argsort(dim=0, descending=True)
+    y_sorted = y.gather(0, order)
+    hits = y_sorted.cumsum(0)
+    ranks = M.arange(1, y.shape[0] + 1, dtype=M.float32).unsqueeze(1)
+    ap = (hits / ranks * y_sorted).sum(0) / y.sum(0).clamp(min=1)
+    res.update(losses=losses, pos_weight=pos_weight, precision=precision, recall=recall, f1=f1,
+               micro_f1=micro_f1, subset_acc=subset_acc, ap=ap, probs=probs)
+    return res
+
+
+def test_multilabel_metrics():
+    res = multilabel_metrics(ferrotorch, steps=150)
+    assert res["losses"][-1] < 0.5 * res["losses"][0]
+    ap = _np(res["ap"])
+    assert (ap > 0.8).all() and (ap <= 1.0).all()
+    assert float(res["micro_f1"]) > 0.8
+    probs, f1 = _np(res["probs"]), _np(res["f1"])
+    assert probs.shape == (40, 4) and ((f1 >= 0) & (f1 <= 1)).all()
+
+
+def test_multilabel_metrics_match_torch():
+    torch = _torch()
+    ft_res = multilabel_metrics(ferrotorch)
+    pt_res = multilabel_metrics(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (m)
+def window_forecaster(M, init=None, epochs=3):
+    """Sliding windows cut from one long series with ``Tensor.unfold`` into a TensorDataset,
+    batched with ``drop_last``; a causal dilated Conv1d stack (left padding with ``F.pad``)
+    predicts the next value; Huber loss and a StepLR schedule."""
+    nn, F = M.nn, M.nn.functional
+    D = M.utils.data
+
+    class CausalConv(nn.Module):
+        def __init__(self, cin, cout, k, dilation):
+            super().__init__()
+            self.pad = (k - 1) * dilation
+            self.conv = nn.Conv1d(cin, cout, k, dilation=dilation)
+
+        def forward(self, x):
+            return self.conv(F.pad(x, (self.pad, 0)))
+
+    M.manual_seed(0)
+    model = nn.Sequential(CausalConv(1, 8, 3, 1), nn.ReLU(), CausalConv(8, 8, 3, 2), nn.ReLU(),
+                          CausalConv(8, 1, 3, 4))
+    res = {"init": _start(model, M, init)}
+    t = np.arange(220, dtype=np.float32)
+    series = M.from_numpy(np.sin(0.3 * t) + 0.5 * np.sin(0.05 * t))
+    windows = series.unfold(0, 17, 3)  # (68, 17): stride-3 windows of 17 samples
+    res["windows_shape"] = list(windows.shape)
+    ds = D.TensorDataset(windows[:, :-1].unsqueeze(1), windows[:, 1:].unsqueeze(1))
+    loader = D.DataLoader(ds, batch_size=16, shuffle=False, drop_last=True)
+    opt = M.optim.Adam(model.parameters(), lr=0.01)
+    sched = M.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    hist = []
+    for epoch in range(epochs):
+        total, n = 0.0, 0
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss = F.huber_loss(model(xb), yb, delta=0.5)
+            loss.backward()
+            opt.step()
+            total += loss.item()
+            n += 1
+        sched.step()
+        hist.append(total / n)
+    res["hist"] = hist
+    res["n_batches"] = n
+    res["lr"] = sched.get_last_lr()
+    # causality: changing the future does not change past predictions
+    with M.no_grad():
+        x = windows[:1, :-1].unsqueeze(1).clone()
+        a = model(x)
+        x[..., 10:] += 5
+        b = model(x)
+    res["causal_gap"] = (a[..., :10] - b[..., :10]).abs().max()
+    return res
+
+
+def test_window_forecaster():
+    res = window_forecaster(ferrotorch, epochs=8)
+    assert res["windows_shape"] == [68, 17]
+    assert res["n_batches"] == 4  # 68 windows, batches of 16, the last 4 dropped
+    assert res["hist"][-1] < 0.5 * res["hist"][0]
+    assert res["lr"] == [0.01 * 0.5 ** 4]
+    assert float(res["causal_gap"]) == 0.0
+
+
+def test_window_forecaster_matches_torch():
+    torch = _torch()
+    ft_res = window_forecaster(ferrotorch)
+    pt_res = window_forecaster(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-4, atol=1e-6)
