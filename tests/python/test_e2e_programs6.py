@@ -920,3 +920,219 @@ def test_window_forecaster_matches_torch():
     ft_res = window_forecaster(ferrotorch)
     pt_res = window_forecaster(torch, init=ft_res["init"])
     _compare(ft_res, pt_res, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (n)
+def evolution_strategies(M, init=None, generations=4, pop=8, sigma=0.1):
+    """OpenAI-style evolution strategies on a small policy without backprop: the parameters
+    flattened with ``parameters_to_vector``, antithetic perturbations (from NumPy) written back
+    with ``vector_to_parameters``, fitness shaped into centred ranks, and the update applied
+    through an optimizer by filling ``p.grad`` from the estimate (``vector_to_parameters`` on
+    the gradients), as ES code built on torch.optim does."""
+    nn = M.nn
+    M.manual_seed(0)
+    policy = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+    res = {"init": _start(policy, M, init)}
+    rng = np.random.default_rng(12)
+    states = M.from_numpy(rng.standard_normal((32, 3)).astype(np.float32))
+    target = states[:, :1] * 0.5 - states[:, 2:] * 0.25
+
+    @M.no_grad()
+    def fitness():
+        return -(policy(states) - target).pow(2).mean().item()
+
+    opt = M.optim.SGD(policy.parameters(), lr=0.05, momentum=0.5)
+    theta = nn.utils.parameters_to_vector(policy.parameters()).detach().clone()
+    n = theta.numel()
+    hist = []
+    for gen in range(generations):
+        eps = M.from_numpy(rng.standard_normal((pop, n)).astype(np.float32))
+        eps = M.cat([eps, -eps])  # antithetic pairs
+        scores = []
+        for e in eps:
+            nn.utils.vector_to_parameters(theta + sigma * e, policy.parameters())
+            scores.append(fitness())
+        scores = M.tensor(scores)
+        ranks = M.empty_like(scores)
+        ranks[scores.argsort()] = M.arange(len(scores), dtype=M.float32)
+        shaped = ranks / (len(scores) - 1) - 0.5
+        grad = -(shaped.unsqueeze(1) * eps).sum(0) / (len(scores) * sigma)
+        nn.utils.vector_to_parameters(theta, policy.parameters())
+        for p in policy.parameters():
+            p.grad = M.zeros_like(p)
+        nn.utils.vector_to_parameters(grad, [p.grad for p in policy.parameters()])
+        opt.step()
+        theta = nn.utils.parameters_to_vector(policy.parameters()).detach().clone()
+        hist.append(fitness())
+    res["hist"] = hist
+    res["theta"] = theta
+    res["n"] = n
+    return res
+
+
+def test_evolution_strategies_improve_fitness():
+    res = evolution_strategies(ferrotorch, generations=25)
+    assert res["n"] == 3 * 8 + 8 + 8 + 1
+    assert res["hist"][-1] > res["hist"][0]
+    assert res["hist"][-1] > 0.5 * res["hist"][0]  # fitness is -MSE: halved error at least
+
+
+def test_evolution_strategies_match_torch():
+    torch = _torch()
+    ft_res = evolution_strategies(ferrotorch)
+    pt_res = evolution_strategies(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (o)
+def neural_ode(M, init=None, steps=5):
+    """A neural ODE dz/dt = f(t, z) integrated with a fixed-step RK4 written out by hand
+    (time fed to the field by concatenation), fitted by backpropagating through the solver to
+    a spiral trajectory observed at a few times."""
+    nn, F = M.nn, M.nn.functional
+
+    class Field(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(3, 32), nn.Softplus(), nn.Linear(32, 2))
+
+        def forward(self, t, z):
+            return self.net(M.cat([z, t.expand(z.shape[0], 1)], dim=1))
+
+    def odeint(f, z0, ts, substeps=4):
+        zs, z = [z0], z0
+        for t0, t1 in zip(ts[:-1], ts[1:]):
+            h = (t1 - t0) / substeps
+            t = t0
+            for _ in range(substeps):
+                k1 = f(t, z)
+                k2 = f(t + h / 2, z + h / 2 * k1)
+                k3 = f(t + h / 2, z + h / 2 * k2)
+                k4 = f(t + h, z + h * k3)
+                z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+                t = t + h
+            zs.append(z)
+        return M.stack(zs)
+
+    M.manual_seed(0)
+    field = Field()
+    res = {"init": _start(field, M, init)}
+    ts = M.linspace(0, 2, 6).unsqueeze(1)
+    true_A = M.tensor([[-0.1, 2.0], [-2.0, -0.1]])
+    z0 = M.tensor([[2.0, 0.0], [0.0, 1.0]])
+    with M.no_grad():  # the observations: the linear spiral, integrated by the same solver
+        true = odeint(lambda t, z: z @ true_A.T, z0, ts, substeps=20)
+    opt = M.optim.Adam(field.parameters(), lr=0.02)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        pred = odeint(field, z0, ts)
+        loss = F.l1_loss(pred, true)
+        loss.backward()
+        if step == 0:
+            res.update(_flat(_grads(field), "grad0"))
+        opt.step()
+        losses.append(loss.item())
+    res["losses"] = losses
+    res["true"] = true
+    return res
+
+
+def test_neural_ode_fits_spiral():
+    res = neural_ode(ferrotorch, steps=80)
+    assert res["losses"][-1] < 0.5 * res["losses"][0]
+    true = _np(res["true"])
+    # the reference spiral: z(t) = expm(A t) z0, which RK4 with 20 substeps matches closely
+    A = np.array([[-0.1, 2.0], [-2.0, -0.1]])
+    t = 2.0
+    w, V = np.linalg.eig(A * t)
+    expm = (V @ np.diag(np.exp(w)) @ np.linalg.inv(V)).real
+    np.testing.assert_allclose(true[-1], np.array([[2.0, 0.0], [0.0, 1.0]]) @ expm.T,
+                               rtol=1e-3, atol=1e-4)
+
+
+def test_neural_ode_matches_torch():
+    torch = _torch()
+    ft_res = neural_ode(ferrotorch)
+    pt_res = neural_ode(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=2e-4, atol=2e-6)
+
+
+# ---------------------------------------------------------------------------- (p)
+def augmentation_pipeline(M, img_np):
+    """A hand-written augmentation pipeline on a batch of images, as done before torchvision
+    transforms v2: padding in each mode (reflect, replicate, circular, constant), random-crop
+    offsets by slicing, horizontal flips of a subset via ``torch.where``, ``torch.roll``
+    translations, resizing with ``interpolate`` (bilinear with and without align_corners,
+    nearest, area), and cutout-style patch masking through ``F.unfold``/``F.fold``."""
+    F = M.nn.functional
+    img = M.from_numpy(img_np).requires_grad_(True)
+    out = {}
+    for mode in ("reflect", "replicate", "circular"):
+        out[f"pad_{mode}"] = F.pad(img, (2, 1, 1, 2), mode=mode)
+    out["pad_constant"] = F.pad(img, (1, 1, 1, 1), value=-1.0)
+    padded = F.pad(img, (2, 2, 2, 2), mode="reflect")
+    crops = M.stack([padded[i, :, dy:dy + 8, dx:dx + 8]
+                     for i, (dy, dx) in enumerate([(0, 4), (3, 1), (2, 2)])])
+    flip_mask = M.tensor([True, False, True]).view(3, 1, 1, 1)
+    flipped = M.where(flip_mask, crops.flip(-1), crops)
+    rolled = M.roll(flipped, shifts=(1, -2), dims=(2, 3))
+    out["rolled"] = rolled
+    out["bilinear"] = F.interpolate(rolled, size=(12, 10), mode="bilinear", align_corners=False)
+    out["bilinear_ac"] = F.interpolate(rolled, scale_factor=1.5, mode="bilinear",
+                                       align_corners=True)
+    out["nearest"] = F.interpolate(rolled, size=(5, 5), mode="nearest")
+    out["area"] = F.interpolate(rolled, size=(4, 4), mode="area")
+    patches = F.unfold(rolled, kernel_size=2, stride=2)  # (3, C*4, 16)
+    keep = M.ones(1, 1, 16)
+    keep[..., 5] = 0.0
+    keep[..., 10] = 0.0
+    cut = F.fold(patches * keep, output_size=(8, 8), kernel_size=2, stride=2)
+    out["cutout"] = cut
+    weights = M.from_numpy(np.linspace(-1, 1, 5 * 5).reshape(5, 5).astype(np.float32))
+    loss = (out["bilinear"].square().mean() + out["bilinear_ac"].abs().mean()
+            + (out["nearest"] * weights).sum() + out["area"].std() + cut.pow(3).mean()
+            + sum(out[f"pad_{m}"].sin().sum() for m in ("reflect", "replicate", "circular")))
+    loss.backward()
+    out["grad"] = img.grad
+    return out
+
+
+def _aug_images():
+    return np.random.default_rng(13).standard_normal((3, 2, 8, 8)).astype(np.float32)
+
+
+def test_augmentation_pipeline():
+    img = _aug_images()
+    out = augmentation_pipeline(ferrotorch, img)
+    np.testing.assert_array_equal(_np(out["pad_reflect"])[..., 1:9, 2:10], img)
+    np.testing.assert_array_equal(_np(out["pad_reflect"])[..., 0, 2:10], img[..., 1, :])
+    np.testing.assert_array_equal(_np(out["pad_replicate"])[..., 1:9, 0], img[..., :, 0])
+    np.testing.assert_array_equal(_np(out["pad_circular"])[..., 1:9, 0], img[..., :, -2])
+    assert _np(out["pad_constant"])[..., 0, :].tolist() == [[[-1.0] * 10] * 2] * 3
+    assert out["bilinear_ac"].shape == (3, 2, 12, 12)
+    cut = _np(out["cutout"])
+    assert (cut[..., 2:4, 2:4] == 0).all() and (cut[..., 4:6, 4:6] == 0).all()  # patches 5, 10
+    padded = np.pad(img, ((0, 0), (0, 0), (2, 2), (2, 2)), mode="reflect")
+    crops = np.stack([padded[i, :, dy:dy + 8, dx:dx + 8]
+                      for i, (dy, dx) in enumerate([(0, 4), (3, 1), (2, 2)])])
+    crops[[0, 2]] = crops[[0, 2], ..., ::-1]
+    rolled = np.roll(crops, (1, -2), axis=(2, 3))
+    np.testing.assert_array_equal(_np(out["rolled"]), rolled)
+    np.testing.assert_allclose(_np(out["area"]), rolled.reshape(3, 2, 4, 2, 4, 2).mean((3, 5)),
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(_np(out["nearest"]),  # floor(i * 8 / 5)
+                                  rolled[..., [0, 1, 3, 4, 6], :][..., [0, 1, 3, 4, 6]])
+    kept = rolled.copy()
+    kept[..., 2:4, 2:4] = 0
+    kept[..., 4:6, 4:6] = 0
+    np.testing.assert_array_equal(cut, kept)  # fold(unfold) is the identity without overlap
+    g = _np(out["grad"])
+    assert g.shape == img.shape and np.isfinite(g).all() and np.abs(g).sum() > 0
+
+
+def test_augmentation_pipeline_matches_torch():
+    torch = _torch()
+    img = _aug_images()
+    _compare(augmentation_pipeline(ferrotorch, img), augmentation_pipeline(torch, img),
+             rtol=1e-5, atol=1e-5)
