@@ -1136,3 +1136,160 @@ def test_augmentation_pipeline_matches_torch():
     img = _aug_images()
     _compare(augmentation_pipeline(ferrotorch, img), augmentation_pipeline(torch, img),
              rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- (q)
+def pca_whitening_lora(M, init=None, steps=8):
+    """Linear algebra a data scientist writes: PCA by ``linalg.svd`` of centred data checked
+    against ``linalg.eigh`` of the covariance, ZCA whitening, a least-squares fit with
+    ``linalg.lstsq`` / ``pinv``, then a LoRA adapter (frozen base weight plus a trainable
+    low-rank product) fine-tuned toward the least-squares solution."""
+    nn, F = M.nn, M.nn.functional
+    rng = np.random.default_rng(14)
+    mix = rng.standard_normal((4, 4))
+    X = M.from_numpy((rng.standard_normal((50, 4)) @ mix).astype(np.float64))
+    Xc = X - X.mean(0, keepdim=True)
+    U, S, Vh = M.linalg.svd(Xc, full_matrices=False)
+    cov = Xc.T @ Xc / (X.shape[0] - 1)
+    evals, evecs = M.linalg.eigh(cov)
+    res = {"S2": S.pow(2) / (X.shape[0] - 1), "evals_desc": evals.flip(0)}
+    # the principal axes agree up to sign
+    res["axes_align"] = (Vh @ evecs.flip(1)).abs().diagonal()
+    zca = evecs @ M.diag(evals.rsqrt()) @ evecs.T
+    res["white_cov"] = (Xc @ zca).T @ (Xc @ zca) / (X.shape[0] - 1)
+    true_w = M.from_numpy(rng.standard_normal((4, 3)))
+    Y = X @ true_w + 0.01 * M.from_numpy(rng.standard_normal((50, 3)))
+    res["lstsq"] = M.linalg.lstsq(X, Y).solution
+    res["pinv"] = M.linalg.pinv(X) @ Y
+
+    class LoRALinear(nn.Module):
+        def __init__(self, base, rank=2, alpha=4.0):
+            super().__init__()
+            self.base = base
+            for p in self.base.parameters():
+                p.requires_grad_(False)
+            self.A = nn.Parameter(M.randn(rank, base.in_features, dtype=M.float64) * 0.1)
+            self.B = nn.Parameter(M.zeros(base.out_features, rank, dtype=M.float64))
+            self.scale = alpha / rank
+
+        def forward(self, x):
+            return self.base(x) + F.linear(F.linear(x, self.A), self.B) * self.scale
+
+    M.manual_seed(0)
+    layer = LoRALinear(nn.Linear(4, 3, bias=False).double())
+    res["init"] = _start(layer, M, init)
+    opt = M.optim.Adam([p for p in layer.parameters() if p.requires_grad], lr=0.05)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = F.mse_loss(layer(X), Y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    res["losses"] = losses
+    res["trainable"] = sum(p.numel() for p in layer.parameters() if p.requires_grad)
+    res["base_grad_none"] = float(layer.base.weight.grad is None)
+    res["merged"] = layer.base.weight + layer.B @ layer.A * layer.scale
+    return res
+
+
+def test_pca_whitening_lstsq_lora():
+    res = pca_whitening_lora(ferrotorch, steps=150)
+    np.testing.assert_allclose(_np(res["S2"]), _np(res["evals_desc"]), rtol=1e-10)
+    np.testing.assert_allclose(_np(res["axes_align"]), np.ones(4), rtol=1e-8)
+    np.testing.assert_allclose(_np(res["white_cov"]), np.eye(4), atol=1e-10)
+    np.testing.assert_allclose(_np(res["lstsq"]), _np(res["pinv"]), rtol=1e-8, atol=1e-10)
+    assert res["trainable"] == 2 * 4 + 3 * 2 and res["base_grad_none"] == 1.0
+    assert res["losses"][-1] < 0.05 * res["losses"][0]
+    # the merged weight approaches the least-squares solution (rank 2 of 3: partly)
+    merged = _np(res["merged"]).T
+    assert np.linalg.norm(merged - _np(res["lstsq"])) < np.linalg.norm(_np(res["lstsq"]))
+
+
+def test_pca_whitening_lora_matches_torch():
+    torch = _torch()
+    ft_res = pca_whitening_lora(ferrotorch)
+    pt_res = pca_whitening_lora(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-8, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------- (r)
+def lstm_cells_and_projection(M, init=None, steps=4):
+    """An encoder ``nn.LSTM`` with ``proj_size`` (projected hidden state) feeding a decoder
+    unrolled by hand with ``nn.LSTMCell`` and ``nn.GRUCell`` stacked, with scheduled sampling
+    (teacher forcing on a fixed NumPy coin sequence); checks that an ``nn.LSTM`` equals the
+    same weights driven step by step through ``nn.LSTMCell``."""
+    nn, F = M.nn, M.nn.functional
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.LSTM(2, 8, batch_first=True, proj_size=4)
+            self.cell1 = nn.LSTMCell(2, 4)
+            self.cell2 = nn.GRUCell(4, 4)
+            self.out = nn.Linear(4, 2)
+
+        def forward(self, src, tgt, coins):
+            _, (h, c) = self.enc(src)  # h: (1, B, 4) projected, c: (1, B, 8)
+            h1, c1 = h[0], c[0][:, :4]  # the cell state is cut to the decoder's size
+            h2 = h[0]
+            inp = src[:, -1]
+            outs = []
+            for t in range(tgt.shape[1]):
+                h1, c1 = self.cell1(inp, (h1, c1))
+                h2 = self.cell2(h1, h2)
+                y = self.out(h2)
+                outs.append(y)
+                inp = tgt[:, t] if coins[t] else y.detach()
+            return M.stack(outs, 1)
+
+    M.manual_seed(0)
+    model = Seq2Seq()
+    res = {"init": _start(model, M, init)}
+    rng = np.random.default_rng(15)
+    t = np.linspace(0, 4 * np.pi, 14)
+    phase = rng.uniform(0, np.pi, (6, 1))
+    wave = np.stack([np.sin(t + phase), np.cos(t + phase)], -1).astype(np.float32)
+    src, tgt = M.from_numpy(wave[:, :8]), M.from_numpy(wave[:, 8:])
+    coins = rng.random(6) < 0.5
+    opt = M.optim.Adam(model.parameters(), lr=0.02)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = F.mse_loss(model(src, tgt, coins), tgt)
+        loss.backward()
+        if step == 0:
+            res.update(_flat(_grads(model), "grad0"))
+        opt.step()
+        losses.append(loss.item())
+    res["losses"] = losses
+    res["weight_hr_shape"] = list(model.enc.weight_hr_l0.shape)
+    # nn.LSTM == nn.LSTMCell with the same weights
+    lstm = nn.LSTM(2, 5, batch_first=True)
+    cell = nn.LSTMCell(2, 5)
+    with M.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, name).copy_(getattr(lstm, name + "_l0"))
+        seq, (hn, cn) = lstm(src)
+        h = c = M.zeros(6, 5)
+        steps_out = []
+        for k in range(src.shape[1]):
+            h, c = cell(src[:, k], (h, c))
+            steps_out.append(h)
+    res["cell_gap"] = (M.stack(steps_out, 1) - seq).abs().max() + (c - cn[0]).abs().max()
+    return res
+
+
+def test_lstm_projection_and_cells():
+    res = lstm_cells_and_projection(ferrotorch, steps=60)
+    assert res["weight_hr_shape"] == [4, 8]
+    assert res["losses"][-1] < 0.3 * res["losses"][0]
+    assert float(res["cell_gap"]) < 1e-6
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
+def test_lstm_projection_and_cells_match_torch():
+    torch = _torch()
+    ft_res = lstm_cells_and_projection(ferrotorch)
+    pt_res = lstm_cells_and_projection(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=2e-4, atol=2e-6, skip=("init", "cell_gap"))
