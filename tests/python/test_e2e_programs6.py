@@ -1293,3 +1293,177 @@ def test_lstm_projection_and_cells_match_torch():
     ft_res = lstm_cells_and_projection(ferrotorch)
     pt_res = lstm_cells_and_projection(torch, init=ft_res["init"])
     _compare(ft_res, pt_res, rtol=2e-4, atol=2e-6, skip=("init", "cell_gap"))
+
+
+# ---------------------------------------------------------------------------- (s)
+def calibration_and_robust_stats(M, probs_np, labels_np, prices_np):
+    """Evaluation statistics computed with tensor ops: expected calibration error with
+    ``bucketize`` bins and per-bin means by ``index_reduce`` / ``index_add``, a reliability
+    histogram with ``histc``, temperature scaling fitted by LBFGS on the logits, robust
+    statistics (``kthvalue`` median, ``nanmedian``, ``quantile`` IQR, ``nanmean`` with gaps),
+    and the maximum drawdown of a price series from ``cummax``."""
+    F = M.nn.functional
+    probs = M.from_numpy(probs_np)
+    labels = M.from_numpy(labels_np)
+    conf, pred = probs.max(dim=1)
+    correct = (pred == labels).float()
+    edges = M.linspace(0, 1, 6)[1:-1]  # 5 bins
+    bins = M.bucketize(conf, edges)
+    counts = M.zeros(5).index_add_(0, bins, M.ones_like(conf))
+    mean_conf = M.zeros(5).index_reduce_(0, bins, conf, "mean", include_self=False)
+    mean_acc = M.zeros(5).index_reduce_(0, bins, correct, "mean", include_self=False)
+    ece = ((counts / len(conf)) * (mean_conf - mean_acc).abs()).sum()
+    out = {"bins": bins, "counts": counts, "mean_conf": mean_conf, "mean_acc": mean_acc,
+           "ece": ece, "hist": M.histc(conf, bins=5, min=0, max=1)}
+    logits = probs.log()
+    log_t = M.zeros(1, requires_grad=True)
+    opt = M.optim.LBFGS([log_t], lr=0.5, max_iter=30, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(logits / log_t.exp(), labels)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    out["temperature"] = log_t.exp()
+    out["nll_after"] = F.cross_entropy(logits / log_t.exp(), labels)
+    out["nll_before"] = F.cross_entropy(logits, labels)
+    prices = M.from_numpy(prices_np)
+    peak = prices.cummax(0).values
+    out["drawdown"] = ((peak - prices) / peak).max()
+    returns = prices[1:] / prices[:-1] - 1
+    gappy = returns.clone()
+    gappy[::4] = float("nan")
+    out["median_k"] = returns.kthvalue((len(returns) + 1) // 2).values
+    out["median"] = returns.median()
+    out["nanmedian"] = gappy.nanmedian()
+    out["nanmean"] = gappy.nanmean()
+    q = M.quantile(returns, M.tensor([0.25, 0.75], dtype=returns.dtype))
+    out["iqr"] = q[1] - q[0]
+    return out
+
+
+def _calibration_data():
+    rng = np.random.default_rng(16)
+    logits = rng.standard_normal((200, 3)) * 3
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    # labels drawn from a softened version of the probabilities: the model is overconfident
+    soft = np.exp(logits / 3) / np.exp(logits / 3).sum(1, keepdims=True)
+    labels = np.array([rng.choice(3, p=p) for p in soft])
+    prices = 100 * np.exp(np.cumsum(rng.standard_normal(41) * 0.02))
+    return probs.astype(np.float32), labels, prices
+
+
+def test_calibration_and_robust_stats():
+    probs, labels, prices = _calibration_data()
+    out = calibration_and_robust_stats(ferrotorch, probs, labels, prices)
+    conf, pred = probs.max(1), probs.argmax(1)
+    bins = np.minimum((conf * 5).astype(int), 4)  # bucketize on interior edges: right=False
+    np.testing.assert_array_equal(_np(out["bins"]), np.searchsorted([0.2, 0.4, 0.6, 0.8], conf))
+    np.testing.assert_array_equal(_np(out["counts"]), np.bincount(bins, minlength=5))
+    np.testing.assert_array_equal(_np(out["hist"]), np.histogram(conf, 5, (0, 1))[0])
+    ece = sum((bins == b).mean() * abs(conf[bins == b].mean() - (pred == labels)[bins == b].mean())
+              for b in range(5) if (bins == b).any())
+    assert float(out["ece"]) == pytest.approx(ece, rel=1e-5)
+    assert float(out["temperature"]) > 1.5  # overconfident logits get softened
+    assert float(out["nll_after"]) < float(out["nll_before"])
+    peak = np.maximum.accumulate(prices)
+    assert float(out["drawdown"]) == pytest.approx(((peak - prices) / peak).max(), rel=1e-12)
+    r = prices[1:] / prices[:-1] - 1
+    assert float(out["median_k"]) == float(out["median"]) == np.sort(r)[19]
+    g = r.copy()
+    g[::4] = np.nan
+    assert float(out["nanmedian"]) == np.sort(g[~np.isnan(g)])[(np.sum(~np.isnan(g)) - 1) // 2]
+    assert float(out["nanmean"]) == pytest.approx(np.nanmean(g), rel=1e-12)
+    q = np.quantile(r, [0.25, 0.75])
+    assert float(out["iqr"]) == pytest.approx(q[1] - q[0], rel=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+def test_calibration_and_robust_stats_match_torch():
+    torch = _torch()
+    data = _calibration_data()
+    _compare(calibration_and_robust_stats(ferrotorch, *data),
+             calibration_and_robust_stats(torch, *data), rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------- (t)
+def padded_transformer_classifier(M, init=None, steps=5):
+    """A sentence classifier on ``nn.TransformerEncoder`` (batch_first, pre-norm, GELU) with a
+    learned [CLS] token and positional embeddings, ``src_key_padding_mask`` for the padding,
+    the [CLS] output and a masked mean pooled together; in eval mode under no_grad (PyTorch's
+    fast path) the outputs at the real tokens must not depend on what the padding holds."""
+    nn, F = M.nn, M.nn.functional
+
+    class Classifier(nn.Module):
+        def __init__(self, vocab=20, d=16, max_len=12):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, d, padding_idx=0)
+            self.cls = nn.Parameter(M.zeros(1, 1, d))
+            self.pos = nn.Parameter(M.randn(1, max_len, d) * 0.02)
+            layer = nn.TransformerEncoderLayer(d, 2, dim_feedforward=32, dropout=0.0,
+                                               activation="gelu", batch_first=True,
+                                               norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, num_layers=2, norm=nn.LayerNorm(d),
+                                                 enable_nested_tensor=False)
+            self.head = nn.Linear(2 * d, 2)
+
+        def forward(self, tokens):
+            pad = tokens == 0
+            x = self.embed(tokens)
+            x = M.cat([self.cls.expand(len(tokens), -1, -1), x], dim=1)
+            x = x + self.pos[:, :x.shape[1]]
+            mask = M.cat([M.zeros(len(tokens), 1, dtype=M.bool), pad], dim=1)
+            h = self.encoder(x, src_key_padding_mask=mask)
+            keep = (~mask).unsqueeze(-1).float()
+            mean = (h * keep).sum(1) / keep.sum(1)
+            return self.head(M.cat([h[:, 0], mean], dim=-1)), h
+
+    M.manual_seed(0)
+    model = Classifier()
+    res = {"init": _start(model, M, init)}
+    rng = np.random.default_rng(17)
+    lengths = rng.integers(3, 11, 16)
+    tokens = np.zeros((16, 10), dtype=np.int64)
+    for i, n in enumerate(lengths):
+        tokens[i, :n] = rng.integers(1, 20, n)
+    labels = (tokens == 7).any(1).astype(np.int64)  # does the sentence contain token 7?
+    x, y = M.from_numpy(tokens), M.from_numpy(labels)
+    opt = M.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        logits, _ = model(x)
+        loss = F.cross_entropy(logits, y)
+        loss.backward()
+        if step == 0:
+            res.update(_flat(_grads(model), "grad0"))
+        opt.step()
+        losses.append(loss.item())
+    res["losses"] = losses
+    model.eval()
+    with M.no_grad():
+        logits_a, h_a = model(x)
+        model.embed.weight[0] += 3.0  # what the padding positions hold changes
+        logits_b, h_b = model(x)
+        model.embed.weight[0] -= 3.0
+    res["eval_logits"] = logits_a
+    valid = M.cat([M.ones(16, 1, dtype=M.bool), x != 0], 1).unsqueeze(-1)
+    res["pad_leak"] = ((h_a - h_b).abs() * valid).max()
+    res["logit_leak"] = (logits_a - logits_b).abs().max()
+    return res
+
+
+def test_padded_transformer_classifier():
+    res = padded_transformer_classifier(ferrotorch, steps=40)
+    assert res["losses"][-1] < 0.5 * res["losses"][0]
+    assert float(res["pad_leak"]) < 1e-5 and float(res["logit_leak"]) < 1e-5
+    assert res["grad0.embed.weight"][0].tolist() == [0.0] * 16
+
+
+def test_padded_transformer_classifier_matches_torch():
+    torch = _torch()
+    ft_res = padded_transformer_classifier(ferrotorch)
+    pt_res = padded_transformer_classifier(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=5e-4, atol=5e-6, skip=("init", "pad_leak", "logit_leak"))
