@@ -157,6 +157,8 @@ def test_default_collate_structures():
         default_collate([[1, 2], [3]])
     with pytest.raises(RuntimeError, match="stack expects"):
         default_collate([ft.tensor([1.0]), ft.tensor([1.0, 2.0])])
+    with pytest.raises(RuntimeError, match=r"but got \[2\] at entry 0 and \[3\] at entry 2$"):
+        default_collate([ft.zeros(2), ft.zeros(2), ft.zeros(3)])  # names the entry, as torch
     with pytest.raises(TypeError):
         default_collate([object(), object()])
 

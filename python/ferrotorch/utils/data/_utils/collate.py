@@ -54,11 +54,11 @@ def default_convert(data):
 def _collate_tensor(batch):
     elem = batch[0]
     shape = tuple(elem.shape)
-    for t in batch:
+    for i, t in enumerate(batch):
         if tuple(t.shape) != shape:
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
-                f"and {list(t.shape)} at another entry"
+                f"and {list(t.shape)} at entry {i}"
             )
     return _C.stack([t.detach() if t.requires_grad else t for t in batch], 0)
 
