@@ -390,3 +390,290 @@ def _register_transformed():
 
 
 _register_transformed()
+
+
+_EULER_GAMMA = 0.57721566490153286060
+
+
+def _inf_where(mask, result):
+    """PyTorch writes ``result[mask] = inf``; ``where`` is the same without the in-place
+    write (and keeps the gradient of the other elements)."""
+    return _C.where(mask, _inf_like(result), result)
+
+
+def _register_cross_family():
+    """The closed forms PyTorch registers between different families (and the infinite ones
+    where the support of ``p`` is not inside that of ``q``); torch/distributions/kl.py."""
+    from ferrotorch import special
+    from ferrotorch.distributions.continuous import Cauchy
+    from ferrotorch.distributions.derived import Pareto
+    from ferrotorch.distributions.gamma import Geometric
+
+    def xlx(t):
+        return special.xlogy(t, t)  # 0 at 0
+
+    @register_kl(Geometric, Geometric)
+    def _kl_geometric_geometric(p, q):
+        return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+    @register_kl(Cauchy, Cauchy)
+    def _kl_cauchy_cauchy(p, q):
+        t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+        return t1 - (4 * p.scale * q.scale).log()
+
+    @register_kl(Bernoulli, Poisson)
+    def _kl_bernoulli_poisson(p, q):
+        return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+    @register_kl(Poisson, Bernoulli)
+    def _kl_poisson_bernoulli(p, q):
+        return _inf_like(p.rate)
+
+    @register_kl(Beta, Pareto)
+    def _kl_beta_infinity(p, q):
+        return _inf_like(p.concentration1)
+
+    @register_kl(Beta, Exponential)
+    def _kl_beta_exponential(p, q):
+        return (-p.entropy() - q.rate.log()
+                + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0)))
+
+    @register_kl(Beta, Gamma)
+    def _kl_beta_gamma(p, q):
+        t1 = -p.entropy()
+        t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+        t3 = (q.concentration - 1) * (p.concentration1.digamma()
+                                      - (p.concentration1 + p.concentration0).digamma())
+        t4 = q.rate * p.concentration1 / (p.concentration1 + p.concentration0)
+        return t1 + t2 - t3 + t4
+
+    @register_kl(Beta, Normal)
+    def _kl_beta_normal(p, q):
+        e_beta = p.concentration1 / (p.concentration1 + p.concentration0)
+        var_normal = q.scale.pow(2)
+        t1 = -p.entropy()
+        t2 = 0.5 * (var_normal * 2 * math.pi).log()
+        t3 = (e_beta * (1 - e_beta) / (p.concentration1 + p.concentration0 + 1)
+              + e_beta.pow(2)) * 0.5
+        t4 = q.loc * e_beta
+        t5 = q.loc.pow(2) * 0.5
+        return t1 + t2 + (t3 - t4 + t5) / var_normal
+
+    @register_kl(Beta, Uniform)
+    def _kl_beta_uniform(p, q):
+        result = -p.entropy() + (q.high - q.low).log()
+        return _inf_where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound),
+                          result)
+
+    @register_kl(Exponential, Beta)
+    @register_kl(Exponential, Pareto)
+    @register_kl(Exponential, Uniform)
+    def _kl_exponential_infinity(p, q):
+        return _inf_like(p.rate)
+
+    @register_kl(Exponential, Gamma)
+    def _kl_exponential_gamma(p, q):
+        ratio = q.rate / p.rate
+        t1 = -q.concentration * ratio.log()
+        return (t1 + ratio + q.concentration.lgamma() + q.concentration * _EULER_GAMMA
+                - (1 + _EULER_GAMMA))
+
+    @register_kl(Exponential, Gumbel)
+    def _kl_exponential_gumbel(p, q):
+        scale_rate_prod = p.rate * q.scale
+        loc_scale_ratio = q.loc / q.scale
+        t1 = scale_rate_prod.log() - 1
+        t2 = loc_scale_ratio.exp() * scale_rate_prod / (scale_rate_prod + 1)
+        t3 = scale_rate_prod.reciprocal()
+        return t1 - loc_scale_ratio + t2 + t3
+
+    @register_kl(Exponential, Normal)
+    def _kl_exponential_normal(p, q):
+        var_normal = q.scale.pow(2)
+        rate_sqr = p.rate.pow(2)
+        t1 = 0.5 * (rate_sqr * var_normal * 2 * math.pi).log()
+        t2 = rate_sqr.reciprocal()
+        t3 = q.loc / p.rate
+        t4 = q.loc.pow(2) * 0.5
+        return t1 - 1 + (t2 - t3 + t4) / var_normal
+
+    @register_kl(Gamma, Beta)
+    @register_kl(Gamma, Pareto)
+    @register_kl(Gamma, Uniform)
+    def _kl_gamma_infinity(p, q):
+        return _inf_like(p.concentration)
+
+    @register_kl(Gamma, Exponential)
+    def _kl_gamma_exponential(p, q):
+        return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+    @register_kl(Gamma, Gumbel)
+    def _kl_gamma_gumbel(p, q):
+        beta_scale_prod = p.rate * q.scale
+        loc_scale_ratio = q.loc / q.scale
+        t1 = ((p.concentration - 1) * p.concentration.digamma() - p.concentration.lgamma()
+              - p.concentration)
+        t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
+        t3 = (loc_scale_ratio.exp() * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration)
+              - loc_scale_ratio)
+        return t1 + t2 + t3
+
+    @register_kl(Gamma, Normal)
+    def _kl_gamma_normal(p, q):
+        var_normal = q.scale.pow(2)
+        beta_sqr = p.rate.pow(2)
+        t1 = (0.5 * (beta_sqr * var_normal * 2 * math.pi).log() - p.concentration
+              - p.concentration.lgamma())
+        t2 = 0.5 * (p.concentration.pow(2) + p.concentration) / beta_sqr
+        t3 = q.loc * p.concentration / p.rate
+        t4 = 0.5 * q.loc.pow(2)
+        return t1 + (p.concentration - 1) * p.concentration.digamma() + (t2 - t3 + t4) / var_normal
+
+    @register_kl(Gumbel, Beta)
+    @register_kl(Gumbel, Exponential)
+    @register_kl(Gumbel, Gamma)
+    @register_kl(Gumbel, Pareto)
+    @register_kl(Gumbel, Uniform)
+    def _kl_gumbel_infinity(p, q):
+        return _inf_like(p.loc)
+
+    @register_kl(Gumbel, Normal)
+    def _kl_gumbel_normal(p, q):
+        param_ratio = p.scale / q.scale
+        t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
+        t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
+        t3 = ((p.loc + p.scale * _EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
+        return -t1 + t2 + t3 - (_EULER_GAMMA + 1)
+
+    @register_kl(Laplace, Beta)
+    @register_kl(Laplace, Exponential)
+    @register_kl(Laplace, Gamma)
+    @register_kl(Laplace, Pareto)
+    @register_kl(Laplace, Uniform)
+    def _kl_laplace_infinity(p, q):
+        return _inf_like(p.loc)
+
+    @register_kl(Laplace, Normal)
+    def _kl_laplace_normal(p, q):
+        var_normal = q.scale.pow(2)
+        scale_sqr_var_ratio = p.scale.pow(2) / var_normal
+        t1 = 0.5 * (2 * scale_sqr_var_ratio / math.pi).log()
+        t2 = 0.5 * p.loc.pow(2)
+        t3 = p.loc * q.loc
+        t4 = 0.5 * q.loc.pow(2)
+        return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
+
+    @register_kl(Normal, Beta)
+    @register_kl(Normal, Exponential)
+    @register_kl(Normal, Gamma)
+    @register_kl(Normal, Pareto)
+    @register_kl(Normal, Uniform)
+    def _kl_normal_infinity(p, q):
+        return _inf_like(p.loc)
+
+    @register_kl(Normal, Gumbel)
+    def _kl_normal_gumbel(p, q):
+        mean_scale_ratio = p.loc / q.scale
+        var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
+        loc_scale_ratio = q.loc / q.scale
+        t1 = var_scale_sqr_ratio.log() * 0.5
+        t2 = mean_scale_ratio - loc_scale_ratio
+        t3 = (-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio).exp()
+        return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
+
+    @register_kl(Normal, Laplace)
+    def _kl_normal_laplace(p, q):
+        loc_diff = p.loc - q.loc
+        scale_ratio = p.scale / q.scale
+        loc_diff_scale_ratio = loc_diff / p.scale
+        t1 = scale_ratio.log()
+        t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * loc_diff_scale_ratio.pow(2)).exp()
+        t3 = loc_diff * (math.sqrt(0.5) * loc_diff_scale_ratio).erf()
+        return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+
+    @register_kl(Pareto, Beta)
+    @register_kl(Pareto, Uniform)
+    def _kl_pareto_infinity_cross(p, q):
+        return _inf_like(p.scale)
+
+    @register_kl(Pareto, Exponential)
+    def _kl_pareto_exponential(p, q):
+        scale_rate_prod = p.scale * q.rate
+        t1 = (p.alpha / scale_rate_prod).log()
+        t2 = p.alpha.reciprocal()
+        t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+        return _inf_where(p.alpha <= 1, t1 - t2 + t3 - 1)
+
+    @register_kl(Pareto, Gamma)
+    def _kl_pareto_gamma(p, q):
+        common_term = p.scale.log() + p.alpha.reciprocal()
+        t1 = p.alpha.log() - common_term
+        t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+        t3 = (1 - q.concentration) * common_term
+        t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+        return _inf_where(p.alpha <= 1, t1 + t2 + t3 + t4 - 1)
+
+    @register_kl(Pareto, Normal)
+    def _kl_pareto_normal(p, q):
+        var_normal = 2 * q.scale.pow(2)
+        common_term = p.scale / (p.alpha - 1)
+        t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+        t2 = p.alpha.reciprocal()
+        t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+        t4 = (p.alpha * common_term - q.loc).pow(2)
+        return _inf_where(p.alpha <= 2, t1 - t2 + (t3 + t4) / var_normal - 1)
+
+    @register_kl(Uniform, Beta)
+    def _kl_uniform_beta(p, q):
+        common_term = p.high - p.low
+        t1 = common_term.log()
+        t2 = ((q.concentration1 - 1) * (xlx(p.high) - xlx(p.low) - common_term)
+              / common_term)
+        t3 = ((q.concentration0 - 1) * (xlx(1 - p.high) - xlx(1 - p.low) + common_term)
+              / common_term)
+        t4 = (q.concentration1.lgamma() + q.concentration0.lgamma()
+              - (q.concentration1 + q.concentration0).lgamma())
+        return _inf_where((p.high > q.support.upper_bound) | (p.low < q.support.lower_bound),
+                          t3 + t4 - t1 - t2)
+
+    @register_kl(Uniform, Exponential)
+    def _kl_uniform_exponential(p, q):
+        result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
+        return _inf_where(p.low < q.support.lower_bound, result)
+
+    @register_kl(Uniform, Gamma)
+    def _kl_uniform_gamma(p, q):
+        common_term = p.high - p.low
+        t1 = common_term.log()
+        t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+        t3 = ((1 - q.concentration) * (xlx(p.high) - xlx(p.low) - common_term)
+              / common_term)
+        t4 = q.rate * (p.high + p.low) / 2
+        return _inf_where(p.low < q.support.lower_bound, -t1 + t2 + t3 + t4)
+
+    @register_kl(Uniform, Gumbel)
+    def _kl_uniform_gumbel(p, q):
+        common_term = q.scale / (p.high - p.low)
+        high_loc_diff = (p.high - q.loc) / q.scale
+        low_loc_diff = (p.low - q.loc) / q.scale
+        t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
+        t2 = common_term * ((-high_loc_diff).exp() - (-low_loc_diff).exp())
+        return t1 - t2
+
+    @register_kl(Uniform, Normal)
+    def _kl_uniform_normal(p, q):
+        common_term = p.high - p.low
+        t1 = (math.sqrt(math.pi * 2) * q.scale / common_term).log()
+        t2 = common_term.pow(2) / 12
+        t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
+        return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
+
+    @register_kl(Uniform, Pareto)
+    def _kl_uniform_pareto(p, q):
+        support_uniform = p.high - p.low
+        t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+        t2 = (xlx(p.high) - xlx(p.low) - support_uniform) / support_uniform
+        return _inf_where(p.low < q.support.lower_bound, t2 * (q.alpha + 1) - t1)
+
+
+_register_cross_family()
