@@ -106,6 +106,19 @@ def test_registration_and_iteration():
         m.get_parameter("running")
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = m.nothing
+    # set_submodule: replace, add under an existing parent, strict refuses to add
+    m.set_submodule("seq.0", nn.Tanh())
+    assert isinstance(m.seq[0], nn.Tanh)
+    outer.set_submodule("0.extra", nn.Identity())
+    assert m.extra.__class__ is nn.Identity and "extra" in dict(m.named_children())
+    with pytest.raises(AttributeError, match="has no attribute `fresh`"):
+        m.set_submodule("fresh", nn.ReLU(), strict=True)
+    with pytest.raises(AttributeError, match="`w` is not an nn.Module"):
+        m.set_submodule("w", nn.ReLU())
+    with pytest.raises(ValueError, match="Cannot set the submodule without a target name"):
+        m.set_submodule("", nn.ReLU())
+    with pytest.raises(ValueError, match="`module` is not an nn.Module"):
+        m.set_submodule("seq.0", 3)
 
 
 def test_setattr_delattr_rules():
