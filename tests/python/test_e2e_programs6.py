@@ -1467,3 +1467,200 @@ def test_padded_transformer_classifier_matches_torch():
     ft_res = padded_transformer_classifier(ferrotorch)
     pt_res = padded_transformer_classifier(torch, init=ft_res["init"])
     _compare(ft_res, pt_res, rtol=5e-4, atol=5e-6, skip=("init", "pad_leak", "logit_leak"))
+
+
+# ---------------------------------------------------------------------------- (u)
+def deploy_surgery(M, init=None):
+    """Preparing a trained conv net for inference: ``fuse_conv_bn_eval`` folds each BatchNorm
+    into the preceding conv (found by walking ``named_modules``), ``set_submodule`` swaps the
+    fused conv in and the BatchNorm for ``Identity``, ReLU6 becomes Hardtanh(0, 6) by the same
+    route, the weights go channels_last, and the fused net must compute what the original did
+    in eval mode (outputs and input gradients)."""
+    nn = M.nn
+    from importlib import import_module
+
+    fusion = import_module(M.__name__ + ".nn.utils.fusion")
+    M.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(3, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU6(),
+        nn.Sequential(nn.Conv2d(6, 6, 3, padding=1, groups=3, bias=False), nn.BatchNorm2d(6),
+                      nn.ReLU6()),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 3))
+    res = {"init": _start(net, M, init)}
+    rng = np.random.default_rng(18)
+    x = M.from_numpy(rng.standard_normal((4, 3, 6, 6)).astype(np.float32))
+    opt = M.optim.SGD(net.parameters(), lr=0.1)
+    for _ in range(3):  # a little training, so that the running statistics are not trivial
+        opt.zero_grad()
+        net(x).pow(2).mean().backward()
+        opt.step()
+    net.eval()
+    xg = x.clone().requires_grad_(True)
+    ref = net(xg)
+    ref.sum().backward()
+    res["ref"] = ref
+    res["ref_grad"] = xg.grad
+    names = [n for n, _ in net.named_modules()]
+    fused_count = 0
+    for name, mod in list(net.named_modules()):
+        if isinstance(mod, nn.Conv2d):
+            parent, _, idx = name.rpartition(".")
+            bn_name = f"{parent}.{int(idx) + 1}" if parent else str(int(idx) + 1)
+            bn = net.get_submodule(bn_name)
+            if isinstance(bn, nn.BatchNorm2d):
+                net.set_submodule(name, fusion.fuse_conv_bn_eval(mod, bn))
+                net.set_submodule(bn_name, nn.Identity())
+                fused_count += 1
+        elif isinstance(mod, nn.ReLU6):
+            net.set_submodule(name, nn.Hardtanh(0.0, 6.0))
+    net = net.to(memory_format=M.channels_last)
+    xg = x.clone().to(memory_format=M.channels_last).requires_grad_(True)
+    out = net(xg)
+    out.sum().backward()
+    res["fused"] = out
+    res["fused_grad"] = xg.grad
+    res["fused_count"] = fused_count
+    res["n_modules"] = len(names)
+    res["has_bn"] = float(any(isinstance(m, nn.BatchNorm2d) for m in net.modules()))
+    res["grouped_bias"] = net[3][0].bias  # the fused depthwise conv gained a bias
+    return res
+
+
+def test_deploy_surgery_fuses_conv_bn():
+    res = deploy_surgery(ferrotorch)
+    assert res["fused_count"] == 2 and res["has_bn"] == 0.0
+    np.testing.assert_allclose(_np(res["fused"]), _np(res["ref"]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(res["fused_grad"]), _np(res["ref_grad"]), rtol=1e-4,
+                               atol=1e-7)
+    assert res["grouped_bias"].shape == (6,)
+
+
+def test_deploy_surgery_matches_torch():
+    torch = _torch()
+    ft_res = deploy_surgery(ferrotorch)
+    pt_res = deploy_surgery(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (v)
+def optimizer_in_backward(M, init=None, steps=4):
+    """The "optimizer step fused into backward" pattern: one optimizer per parameter, stepped
+    from ``register_post_accumulate_grad_hook`` as soon as that parameter's gradient is ready
+    (and the gradient freed), next to the ordinary loop with a single optimizer; both must
+    follow the same trajectory."""
+    nn, F = M.nn, M.nn.functional
+
+    def make():
+        M.manual_seed(0)
+        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+
+    fused, plain = make(), make()
+    res = {"init": _start(fused, M, init)}
+    _start(plain, M, res["init"])
+    opts = {p: M.optim.AdamW([p], lr=0.02, weight_decay=0.01) for p in fused.parameters()}
+    calls = []
+
+    def hook(p):
+        opts[p].step()
+        opts[p].zero_grad(set_to_none=True)
+        calls.append(1)
+
+    handles = [p.register_post_accumulate_grad_hook(hook) for p in fused.parameters()]
+    plain_opt = M.optim.AdamW(plain.parameters(), lr=0.02, weight_decay=0.01)
+    rng = np.random.default_rng(19)
+    hist = []
+    for step in range(steps):
+        x = M.from_numpy(rng.standard_normal((8, 4)).astype(np.float32))
+        y = M.from_numpy(rng.standard_normal((8, 1)).astype(np.float32))
+        F.mse_loss(fused(x), y).backward()  # the parameters are updated during this call
+        plain_opt.zero_grad()
+        loss = F.mse_loss(plain(x), y)
+        loss.backward()
+        plain_opt.step()
+        hist.append(loss.item())
+    for h in handles:
+        h.remove()
+    res["hist"] = hist
+    res["calls"] = len(calls)
+    res["grads_freed"] = float(all(p.grad is None for p in fused.parameters()))
+    res["fused_params"] = nn.utils.parameters_to_vector(fused.parameters())
+    res["plain_params"] = nn.utils.parameters_to_vector(plain.parameters())
+    return res
+
+
+def test_optimizer_in_backward_hooks():
+    res = optimizer_in_backward(ferrotorch)
+    assert res["calls"] == 4 * 4  # four parameters, four steps
+    assert res["grads_freed"] == 1.0
+    np.testing.assert_allclose(_np(res["fused_params"]), _np(res["plain_params"]), rtol=1e-6,
+                               atol=1e-7)
+
+
+def test_optimizer_in_backward_matches_torch():
+    torch = _torch()
+    ft_res = optimizer_in_backward(ferrotorch)
+    pt_res = optimizer_in_backward(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- (w)
+def test_rng_state_replay_for_recomputation():
+    """Hand-written activation recomputation with dropout: the forward saves the RNG state
+    (``get_rng_state``), the recomputation restores it (``set_rng_state``) under ``fork_rng``
+    so that the global stream is left where it was, and regenerates the same dropout mask; the
+    gradients equal those of a plain forward that kept its activations. A private
+    ``Generator`` with ``get_state``/``set_state`` replays a data-augmentation draw."""
+    M = ferrotorch
+    nn, F = M.nn, M.nn.functional
+    M.manual_seed(0)
+    block = nn.Sequential(nn.Linear(6, 12), nn.GELU(), nn.Dropout(0.3), nn.Linear(12, 6))
+    x = M.randn(5, 6)
+
+    class Recompute(M.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp, *params):
+            ctx.rng = M.get_rng_state()
+            ctx.save_for_backward(inp)
+            with M.no_grad():
+                return block(inp)
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (inp,) = ctx.saved_tensors
+            with M.random.fork_rng():
+                M.set_rng_state(ctx.rng)
+                with M.enable_grad():
+                    inp = inp.detach().requires_grad_(True)
+                    out = block(inp)
+            params = list(block.parameters())
+            grads = M.autograd.grad(out, [inp] + params, grad_out)
+            return tuple(grads)
+
+    params = list(block.parameters())
+    M.manual_seed(1)
+    xr = x.clone().requires_grad_(True)
+    out_r = Recompute.apply(xr, *params)
+    after_r = M.rand(3)  # where the global stream is after the recomputing forward
+    out_r.pow(2).sum().backward()
+    grads_r = [p.grad.clone() for p in params] + [xr.grad.clone()]
+    block.zero_grad()
+    M.manual_seed(1)
+    xp = x.clone().requires_grad_(True)
+    out_p = block(xp)
+    after_p = M.rand(3)
+    out_p.pow(2).sum().backward()
+    grads_p = [p.grad.clone() for p in params] + [xp.grad.clone()]
+    assert M.equal(out_r, out_p) and M.equal(after_r, after_p)
+    assert (out_p != 0).any()
+    for a, b in zip(grads_r, grads_p):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-6, atol=1e-7)
+    # the dropout really was active: its mask zeroed some hidden units
+    M.manual_seed(1)
+    h = block[2](block[1](block[0](x)))
+    assert (h == 0).any()
+    g = M.Generator().manual_seed(123)
+    state = g.get_state()
+    crop1 = M.randint(0, 4, (2,), generator=g)
+    g.set_state(state)
+    crop2 = M.randint(0, 4, (2,), generator=g)
+    assert M.equal(crop1, crop2)
