@@ -11,8 +11,13 @@ process regression through a Cholesky factorisation in float64, a Kim-style text
 soft targets, entropic optimal transport (Sinkhorn in the log domain), a BPR matrix-factorisation
 recommender with Adagrad, multi-label metrics computed with tensors, a sliding-window causal-conv
 forecaster fed through Tensor.unfold, evolution strategies over parameters_to_vector, a neural
-ODE integrated with RK4, and an augmentation pipeline (padding modes, flips, rolls, resizing,
-fold/unfold).
+ODE integrated with RK4, an augmentation pipeline (padding modes, flips, rolls, resizing,
+fold/unfold), PCA/whitening/least squares with a LoRA adapter, an LSTM with proj_size feeding
+LSTMCell/GRUCell decoders, calibration and robust statistics (bucketize, index_reduce, histc,
+LBFGS temperature scaling, kthvalue, nanmedian, quantile, cummax), a padded transformer
+classifier with a [CLS] token, conv-BatchNorm fusion surgery with set_submodule, the
+optimizer-in-backward pattern (post-accumulate-grad hooks), RNG-state replay for recomputation,
+and data cleaning with Tensor.apply_/map_/map2_.
 
 Each program is written once as a function of the module ``M`` (``ferrotorch`` or ``torch``), so
 the very same code runs under both; randomness comes from NumPy so that both libraries see the
@@ -1611,7 +1616,7 @@ def test_rng_state_replay_for_recomputation():
     gradients equal those of a plain forward that kept its activations. A private
     ``Generator`` with ``get_state``/``set_state`` replays a data-augmentation draw."""
     M = ferrotorch
-    nn, F = M.nn, M.nn.functional
+    nn = M.nn
     M.manual_seed(0)
     block = nn.Sequential(nn.Linear(6, 12), nn.GELU(), nn.Dropout(0.3), nn.Linear(12, 6))
     x = M.randn(5, 6)
@@ -1664,3 +1669,61 @@ def test_rng_state_replay_for_recomputation():
     g.set_state(state)
     crop2 = M.randint(0, 4, (2,), generator=g)
     assert M.equal(crop1, crop2)
+
+
+# ---------------------------------------------------------------------------- (x)
+def label_cleaning_with_apply(M, init=None, steps=5):
+    """Data preparation the quick way, with per-element Python callbacks: raw label ids are
+    remapped to contiguous classes through a dict with ``Tensor.apply_``, outlier features
+    winsorised against per-column bounds with ``map_`` (a broadcast row), and a validity mask
+    computed from two tensors with ``map2_``; then a softmax classifier is trained on the
+    cleaned batch, where NaN-free inputs and in-range labels are what make the loss finite."""
+    nn, F = M.nn, M.nn.functional
+    rng = np.random.default_rng(20)
+    raw_labels = M.from_numpy(rng.choice([3, 17, 42, 99], 30))
+    remap = {3: 0, 17: 1, 42: 2, 99: 3}
+    labels = raw_labels.clone().apply_(lambda c: remap[c])
+    feats = M.from_numpy((rng.standard_normal((30, 4)) * np.array([1, 5, 1, 20])).astype(
+        np.float32))
+    bounds = M.tensor([2.0, 6.0, 2.0, 15.0])
+    clipped = feats.clone().map_(bounds, lambda v, b: max(-b, min(b, v)))
+    weights = M.ones(30)
+    weights.map2_(raw_labels.float(), feats[:, 0].contiguous(),
+                  lambda w, lab, f0: 0.5 if lab == 99.0 and f0 > 0 else w)
+    M.manual_seed(0)
+    model = nn.Linear(4, 4)
+    res = {"init": _start(model, M, init), "labels": labels, "clipped": clipped,
+           "weights": weights}
+    opt = M.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        per = F.cross_entropy(model(clipped / bounds), labels, reduction="none")
+        loss = (per * weights).sum() / weights.sum()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    res["losses"] = losses
+    return res
+
+
+def test_label_cleaning_with_apply():
+    res = label_cleaning_with_apply(ferrotorch, steps=60)
+    rng = np.random.default_rng(20)
+    raw = rng.choice([3, 17, 42, 99], 30)
+    feats = (rng.standard_normal((30, 4)) * np.array([1, 5, 1, 20])).astype(np.float32)
+    assert res["labels"].dtype == ferrotorch.int64
+    assert res["labels"].tolist() == [{3: 0, 17: 1, 42: 2, 99: 3}[c] for c in raw]
+    np.testing.assert_array_equal(_np(res["clipped"]),
+                                  np.clip(feats, -np.array([2, 6, 2, 15], np.float32),
+                                          np.array([2, 6, 2, 15], np.float32)))
+    np.testing.assert_array_equal(_np(res["weights"]),
+                                  np.where((raw == 99) & (feats[:, 0] > 0), 0.5, 1.0))
+    assert res["losses"][-1] < res["losses"][0]
+
+
+def test_label_cleaning_with_apply_matches_torch():
+    torch = _torch()
+    ft_res = label_cleaning_with_apply(ferrotorch)
+    pt_res = label_cleaning_with_apply(torch, init=ft_res["init"])
+    _compare(ft_res, pt_res, rtol=1e-6, atol=1e-7)
