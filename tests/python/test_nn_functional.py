@@ -540,6 +540,19 @@ def test_init_functions():
     p = nn.Parameter(t(np.zeros((4, 4))))
     nn.init.zeros_(p)  # works on leaves requiring grad (no_grad inside)
     assert p.requires_grad and p.grad_fn is None
+    # the deprecated spellings without the underscore still work, with PyTorch's FutureWarning
+    with pytest.warns(FutureWarning, match=r"^`nn.init.eye` is now deprecated in favor of "
+                                           r"`nn.init.eye_`.$"):
+        nn.init.eye(w)
+    np.testing.assert_array_equal(w.numpy(), np.eye(50, 40))
+    k = t(np.zeros((2, 2, 3)))
+    with pytest.warns(FutureWarning, match="`nn.init.dirac` is now deprecated"):
+        nn.init.dirac(k)
+    np.testing.assert_array_equal(k.numpy()[:, :, 1], np.eye(2))
+    with pytest.warns(FutureWarning, match="`nn.init.constant` is now deprecated"):
+        nn.init.constant(w, 0.5)
+    assert w.numpy().min() == 0.5
+    assert callable(nn.init.sparse)
 
 
 @pytest.mark.skipif(not hasattr(ft.Tensor, "uniform_") or not hasattr(ft.Tensor, "normal_"),

@@ -235,8 +235,8 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
 # Deprecated aliases without the trailing underscore.
 def _deprecated(fn):
     def wrapper(*args, **kwargs):
-        warnings.warn(f"nn.init.{fn.__name__[:-1]} is now deprecated in favor of "
-                      f"nn.init.{fn.__name__}.", FutureWarning, stacklevel=2)
+        warnings.warn(f"`nn.init.{fn.__name__[:-1]}` is now deprecated in favor of "
+                      f"`nn.init.{fn.__name__}`.", FutureWarning, stacklevel=2)
         return fn(*args, **kwargs)
     wrapper.__name__ = fn.__name__[:-1]
     return wrapper
@@ -250,3 +250,6 @@ xavier_normal = _deprecated(xavier_normal_)
 kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+sparse = _deprecated(sparse_)
