@@ -37,6 +37,23 @@ def _torch():
     return pytest.importorskip("torch")
 
 
+@pytest.fixture(autouse=True)
+def _torch_one_thread():
+    """PyTorch's intra-op thread pool makes these small programs 20-50x slower on a busy
+    2-core machine; one thread (restored afterwards) does not change what is compared."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 def _np(t):
     return np.array(t.detach().cpu().numpy(), copy=True)
 
