@@ -114,6 +114,7 @@ _tensor_apply._install()
 from ferrotorch._legacy_tensor import set_default_tensor_type  # noqa: E402
 from ferrotorch import cpu  # noqa: E402,F811 torch.cpu (device module, cpu.amp)
 from ferrotorch import compiler  # noqa: E402 torch.compiler (is_compiling, disable...)
+from ferrotorch import jit  # noqa: E402 torch.jit's eager-mode helpers (is_scripting, unused...)
 from ferrotorch.amp import GradScaler  # noqa: E402 torch.GradScaler
 from ferrotorch import _out  # noqa: E402 the out= keyword of torch.add & co. (wraps the above)
 _out._install()
