@@ -1,111 +1,385 @@
-"""``autograd.functional``: jacobian, hessian, vjp, jvp (via double vjp), hvp, vhp."""
+"""``autograd.functional``: vjp, jvp (double-vjp trick), jacobian, hessian, vhp, hvp, with
+PyTorch's argument checks, ``strict`` mode errors and zeros for outputs that do not depend on
+an input (torch/autograd/functional.py). ``vectorize=True`` and the forward-mode strategies
+give the same values through the row-by-row reverse-mode loop (there is no vmap over
+autograd.grad or forward-mode AD here); their argument checks are PyTorch's."""
 
 from ferrotorch import _C
-from ferrotorch.autograd.grad_mode import enable_grad
+from ferrotorch.autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 Tensor = _C.Tensor
 
-
-def _tuple(x):
-    return (x, False) if isinstance(x, tuple) else ((x,), True)
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
-def _prep(inputs, create_graph):
-    return tuple(x if (create_graph and x.requires_grad) else x.detach().requires_grad_()
-                 for x in inputs)
+def _as_tuple_nocheck(x):
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
 
 
-def _grad(outputs, inputs, grad_outputs, create_graph):
+def _as_tuple(inp, arg_name=None, fn_name=None):
+    """(was it a tuple, the tuple of Tensors), checking every element is a Tensor."""
+    if arg_name is None and fn_name is None:
+        return _as_tuple_nocheck(inp)
+    is_inp_tuple = True
+    if not isinstance(inp, tuple):
+        inp = (inp,)
+        is_inp_tuple = False
+    for i, el in enumerate(inp):
+        if not isinstance(el, Tensor):
+            if is_inp_tuple:
+                raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a "
+                                f"tuple of Tensors but the value at index {i} has type "
+                                f"{type(el)}.")
+            raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a "
+                            f"tuple of Tensors but the given {arg_name} has type {type(el)}.")
+    return is_inp_tuple, inp
+
+
+def _tuple_postprocess(res, to_unpack):
+    if isinstance(to_unpack, tuple):
+        if not to_unpack[1]:
+            res = tuple(el[0] for el in res)
+        if not to_unpack[0]:
+            res = res[0]
+    elif not to_unpack:
+        res = res[0]
+    return res
+
+
+def _grad_preprocess(inputs, create_graph, need_graph):
+    """New tensor objects for the inputs (so that captured originals are told apart): a
+    differentiable shallow view when the caller wants graphs through them, else detached."""
+    res = []
+    for inp in inputs:
+        if create_graph and inp.requires_grad:
+            res.append(inp.view_as(inp))
+        else:
+            res.append(inp.detach().requires_grad_(need_graph))
+    return tuple(res)
+
+
+def _grad_postprocess(inputs, create_graph):
+    if isinstance(inputs[0], Tensor):
+        return inputs if create_graph else tuple(inp.detach() for inp in inputs)
+    return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
+
+
+def _validate_v(v, other, is_other_tuple):
+    if len(other) != len(v):
+        if is_other_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but "
+                               f"got {len(v)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
+    for idx, (el_v, el_other) in enumerate(zip(v, other)):
+        if el_v.size() != el_other.size():
+            prepend = f"Entry {idx} in " if is_other_tuple else ""
+            raise RuntimeError(f"{prepend}v has invalid size: should be {el_other.size()} but "
+                               f"got {el_v.size()}.")
+
+
+def _check_requires_grad(inputs, input_type, strict):
+    if not strict:
+        return
+    for i, inp in enumerate(inputs):
+        if inp is None:
+            raise RuntimeError(f"The output of the user-provided function is independent of "
+                               f"input {i}. This is not allowed in strict mode.")
+        if inp.requires_grad:
+            continue
+        if input_type == "hessian":
+            raise RuntimeError(
+                f"The hessian of the user-provided function with respect to input {i} is "
+                "independent of the input. This is not allowed in strict mode. You should "
+                "ensure that your function is thrice differentiable and that the hessian "
+                "depends on the inputs.")
+        if input_type == "jacobian":
+            raise RuntimeError(
+                "While computing the hessian, found that the jacobian of the user-provided "
+                f"function with respect to input {i} is independent of the input. This is not "
+                "allowed in strict mode. You should ensure that your function is twice "
+                "differentiable and that the jacobian depends on the inputs (this would be "
+                "violated by a linear function for example).")
+        if input_type == "grad_inputs":
+            raise RuntimeError(
+                f"The gradient with respect to input {i} is independent of the inputs of the "
+                "user-provided function. This is not allowed in strict mode.")
+        raise RuntimeError(
+            f"Output {i} of the user-provided function does not require gradients. The "
+            "outputs must be computed in a differentiable manner from the input when running "
+            "in strict mode.")
+
+
+def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
+    """``autograd.grad`` that skips outputs not requiring grad (None for every input when
+    none does)."""
     from ferrotorch.autograd import grad
 
-    gs = grad(outputs, inputs, grad_outputs, retain_graph=True, create_graph=create_graph,
-              allow_unused=True)
-    return tuple(_C.zeros_like(x) if g is None else g for g, x in zip(gs, inputs))
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    new_outputs, new_grad_outputs = [], []
+    for out, grad_out in zip(outputs, grad_outputs):
+        if out is not None and out.requires_grad:
+            new_outputs.append(out)
+            new_grad_outputs.append(grad_out)
+    if not new_outputs:
+        return (None,) * len(inputs)
+    return tuple(grad(new_outputs, list(inputs), new_grad_outputs, allow_unused=True,
+                      create_graph=create_graph, retain_graph=retain_graph))
+
+
+def _fill_in_zeros(grads, refs, strict, create_graph, stage):
+    res = ()
+    for i, grads_i in enumerate(grads):
+        if grads_i is None:
+            if strict:
+                if stage == "back":
+                    raise RuntimeError("The output of the user-provided function is independent "
+                                       f"of input {i}. This is not allowed in strict mode.")
+                if stage == "back_trick":
+                    raise RuntimeError(
+                        f"The gradient with respect to the input is independent of entry {i} "
+                        "in the grad_outputs when using the double backward trick to compute "
+                        "forward mode gradients. This is not allowed in strict mode.")
+                if stage == "double_back":
+                    raise RuntimeError("The jacobian of the user-provided function is "
+                                       f"independent of input {i}. This is not allowed in "
+                                       "strict mode.")
+                raise RuntimeError(
+                    "The hessian of the user-provided function is independent of entry "
+                    f"{i} in the grad_jacobian. This is not allowed in strict mode as it "
+                    "prevents from using the double backward trick to replace forward mode AD.")
+            grads_i = _C.zeros_like(refs[i])
+        elif strict and create_graph and not grads_i.requires_grad:
+            what = "hessian" if "double" in stage else "jacobian"
+            raise RuntimeError(f"The {what} of the user-provided function is independent of "
+                               f"input {i}. This is not allowed in strict mode when "
+                               "create_graph=True.")
+        res += (grads_i,)
+    return res
 
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
-    """Returns (func(inputs), v^T J)."""
-    inputs, single = _tuple(inputs)
+    """Returns ``(func(inputs), v^T J)``."""
     with enable_grad():
-        inputs = _prep(inputs, create_graph)
-        out = func(*inputs)
-        outs, out_single = _tuple(out)
-        vs = (None,) * len(outs) if v is None else _tuple(v)[0]
-        g = _grad(list(outs), list(inputs), list(vs), create_graph)
-    res_out = out if create_graph else (tuple(o.detach() for o in outs) if not out_single
-                                        else outs[0].detach())
-    return res_out, (g[0] if single else g)
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "vjp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "vjp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, outputs, is_outputs_tuple)
+        elif len(outputs) != 1 or outputs[0].nelement() != 1:
+            raise RuntimeError("The vector v can only be None if the user-provided function "
+                               "returns a single Tensor with a single element.")
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_inputs_tuple))
+
+
+def jvp(func, inputs, v=None, create_graph=False, strict=False):
+    """Returns ``(func(inputs), J v)``, by the double-backward trick."""
+    with enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "jvp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].nelement() != 1:
+            raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                               "function is a single Tensor with a single element.")
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "jvp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        # the backward is linear in grad_outputs: their value (finite zeros) does not matter
+        grad_outputs = tuple(_C.zeros_like(out).requires_grad_() for out in outputs)
+        grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
+        _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_outputs_tuple))
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
-    """Jacobian of func at inputs: for one input and one output, a tensor of shape
-    out.shape + in.shape; tuples otherwise (like PyTorch)."""
-    inputs, single_in = _tuple(inputs)
+    """The Jacobian of ``func`` at ``inputs``: for one input and one output a tensor of shape
+    ``out.shape + in.shape``, nested tuples otherwise."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". '
+                             'Hint: If your function has more outputs than inputs, '
+                             '"forward-mode" tends to be more performant. Otherwise, prefer to '
+                             'use "reverse-mode".')
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError(
+                "torch.autograd.functional.jacobian: `create_graph=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). Please either set '
+                '`create_graph=False` or `strategy="reverse-mode"`.')
+        if strict:
+            raise RuntimeError(
+                'torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` '
+                "are not supported together (yet). Please either set `strict=False` or "
+                '`strategy="reverse-mode"`.')
+        if not vectorize:
+            raise NotImplementedError(
+                "Computing Jacobian using forward-AD or forward-over-reverse Hessian "
+                "isonly implemented for `vectorize=True`.")
+        return _jacobian_forward_values(func, inputs)
     with enable_grad():
-        inputs = _prep(inputs, create_graph)
-        out = func(*inputs)
-        outs, single_out = _tuple(out)
-        result = []
-        for o in outs:
-            rows = [[] for _ in inputs]
-            flat = o.reshape(-1)
-            for k in range(flat.numel()):
-                gs = _grad([flat[k]], list(inputs), [None], create_graph)
-                for i, g in enumerate(gs):
-                    rows[i].append(g)
-            per_in = []
-            for i, x in enumerate(inputs):
-                if rows[i]:
-                    j = _C.stack(rows[i]).reshape(tuple(o.shape) + tuple(x.shape))
-                else:
-                    j = _C.zeros(tuple(o.shape) + tuple(x.shape), dtype=x.dtype, device=x.device)
-                per_in.append(j if create_graph else j.detach())
-            result.append(per_in[0] if single_in else tuple(per_in))
-    return result[0] if single_out else tuple(result)
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "jacobian")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        if vectorize and strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                               "`vectorized=True` are not supported together. Please either "
+                               "set `strict=False` or `vectorize=False`.")
+        jac = ()
+        for i, out in enumerate(outputs):
+            jac_i = tuple([] for _ in inputs)
+            flat = out.reshape(-1)
+            for j in range(out.nelement()):
+                vj = _autograd_grad((flat[j],), inputs, retain_graph=True,
+                                    create_graph=create_graph)
+                for el_idx, (jac_i_el, vj_el, inp_el) in enumerate(zip(jac_i, vj, inputs)):
+                    if vj_el is not None:
+                        if strict and create_graph and not vj_el.requires_grad:
+                            raise RuntimeError(
+                                "The jacobian of the user-provided function is independent of "
+                                f"input {i}. This is not allowed in strict mode when "
+                                "create_graph=True.")
+                        jac_i_el.append(vj_el)
+                    else:
+                        if strict:
+                            raise RuntimeError(
+                                f"Output {i} of the user-provided function is independent of "
+                                f"input {el_idx}. This is not allowed in strict mode.")
+                        jac_i_el.append(_C.zeros_like(inp_el))
+            jac += (tuple(_C.stack(el, 0).reshape(tuple(out.shape) + tuple(inputs[k].shape))
+                          for k, el in enumerate(jac_i)),)
+        jac = _grad_postprocess(jac, create_graph)
+        return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _jacobian_forward_values(func, inputs):
+    """What PyTorch's forward-mode jacobian returns, computed in reverse mode: the inputs are
+    not detached and the result is not either, so it carries a graph exactly when an input
+    requires grad (as tangents computed from such inputs do)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    keep = any(inp.requires_grad for inp in inputs)
+    with enable_grad():
+        jac = jacobian(func, _tuple_postprocess(inputs, is_inputs_tuple), create_graph=keep)
+    return jac
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
             outer_jacobian_strategy="reverse-mode"):
-    """Hessian of a scalar function."""
-    inputs_t, single = _tuple(inputs)
+    """The Hessian of a scalar function (nested tuples for several inputs)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
-    def grad_fn(*xs):
-        with enable_grad():
-            out = func(*xs)
-            gs = _grad([out], list(xs), [None], True)
-        return gs[0] if single else gs
+    def ensure_single_output_function(*inp):
+        out = func(*inp)
+        is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
+        _check_requires_grad(t_out, "outputs", strict=strict)
+        if is_out_tuple or not isinstance(out, Tensor):
+            raise RuntimeError("The function given to hessian should return a single Tensor")
+        if out.nelement() != 1:
+            raise RuntimeError("The Tensor returned by the function given to hessian should "
+                               "contain a single element")
+        return out.squeeze()
 
-    return jacobian(grad_fn, inputs_t[0] if single else inputs_t, create_graph=create_graph)
+    def jac_func(*inp):
+        if outer_jacobian_strategy == "forward-mode":
+            inp = tuple(t.requires_grad_(True) for t in inp)  # as PyTorch, for the dual inputs
+        jac = jacobian(ensure_single_output_function, inp, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict=strict)
+        return jac
+
+    if outer_jacobian_strategy == "forward-mode" and vectorize and not strict \
+            and not create_graph:
+        # PyTorch's jac_func marks the dual inputs as requiring grad, so the forward-mode
+        # Hessian carries a graph; the same by differentiating with respect to such copies
+        inputs = tuple(i if i.requires_grad else i.detach().requires_grad_(True)
+                       for i in inputs)
+    res = jacobian(jac_func, inputs, create_graph=create_graph, strict=strict,
+                   vectorize=vectorize, strategy=outer_jacobian_strategy)
+    return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
 
 
-def hvp(func, inputs, v, create_graph=False, strict=False):
-    """Returns (func(inputs), H v) for a scalar function."""
-    inputs, single = _tuple(inputs)
-    vs, _ = _tuple(v)
+def _scalar_output(outputs, is_outputs_tuple, name):
+    if is_outputs_tuple or not isinstance(outputs[0], Tensor):
+        raise RuntimeError(f"The function given to {name} should return a single Tensor")
+    if outputs[0].nelement() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {name} should "
+                           "contain a single element")
+
+
+def _hessian_setup(func, inputs, v, create_graph, strict, name):
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    if v is not None:
+        _, v = _as_tuple(v, "v", name)
+        v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+        _validate_v(v, inputs, is_inputs_tuple)
+    elif len(inputs) != 1 or inputs[0].nelement() != 1:
+        raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                           "function is a single Tensor with a single element.")
+    outputs = func(*inputs)
+    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                          name)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    _scalar_output(outputs, is_outputs_tuple, name)
+    jac = _autograd_grad(outputs, inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict=strict)
+    return is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """Returns ``(func(inputs), v^T H)`` for a scalar function."""
     with enable_grad():
-        inputs = _prep(inputs, True)
-        out = func(*inputs)
-        g = _grad([out], list(inputs), [None], True)
-        hv = _grad(list(g), list(inputs), list(vs), create_graph)
-    return out.detach(), (hv[0] if single else hv)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _hessian_setup(
+            func, inputs, v, create_graph, strict, "vhp")
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_inputs_tuple))
 
 
-def vhp(func, inputs, v, create_graph=False, strict=False):
-    """v^T H (equal to H v for the symmetric Hessian of a scalar function)."""
-    return hvp(func, inputs, v, create_graph, strict)
-
-
-def jvp(func, inputs, v=None, create_graph=False, strict=False):
-    """Returns (func(inputs), J v), computed with the double-vjp trick."""
-    inputs, single = _tuple(inputs)
-    vs = _tuple(v)[0] if v is not None else tuple(_C.ones_like(x) for x in inputs)
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """Returns ``(func(inputs), H v)`` for a scalar function (double-backward trick)."""
     with enable_grad():
-        inputs = _prep(inputs, True)
-        out = func(*inputs)
-        outs, out_single = _tuple(out)
-        us = [_C.zeros_like(o).requires_grad_() for o in outs]
-        g = _grad(list(outs), list(inputs), us, True)
-        jv = _grad(list(g), us, list(vs), create_graph)
-    res = tuple(o.detach() for o in outs)
-    return (res[0] if out_single else res), (jv[0] if out_single else jv)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _hessian_setup(
+            func, inputs, v, create_graph, strict, "hvp")
+        grad_jac = tuple(_C.zeros_like(inp).requires_grad_() for inp in inputs)
+        double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
+        _check_requires_grad(jac, "hessian", strict=strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_inputs_tuple))
