@@ -705,8 +705,11 @@ def test_modules_created_on_cuda_and_autograd_helpers():
     nn.utils.clip_grad_value_(ps, 1.0)
     assert all(p.grad.is_cuda for p in ps)
     np.testing.assert_array_equal(cpu_np(ps[1].grad), [-1.0, -1.0])
-    jac = torch.autograd.functional.jacobian(lambda a: a[:0] * 2, torch.ones(2, device="cuda"))
-    assert jac.is_cuda and tuple(jac.shape) == (0, 2)
+    jac = torch.autograd.functional.jacobian(lambda a: a * 2, torch.ones(2, device="cuda"))
+    assert jac.is_cuda and tuple(jac.shape) == (2, 2)
+    with pytest.raises(RuntimeError, match="stack expects a non-empty TensorList"):
+        # an empty output: PyTorch's row loop stacks nothing and raises this
+        torch.autograd.functional.jacobian(lambda a: a[:0] * 2, torch.ones(2, device="cuda"))
 
 
 def test_deepcopy_pickle_and_save_of_cuda_tensors(tmp_path):
