@@ -29,8 +29,8 @@ from ferrotorch.nn.utils.stateless import functional_call  # noqa: F401
 
 Tensor = _C.Tensor
 
-__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
-           "hessian", "vmap", "stack_module_state"]
+__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev",
+           "jacfwd", "hessian", "vmap", "stack_module_state"]
 
 # How many transforms (grad, vjp, jacrev, ...) are currently running: a transform running inside
 # another one must keep the graph of what it returns.
@@ -320,6 +320,44 @@ def vjp(func, *primals, has_aux=False):
     if has_aux:
         return out_ret, vjp_fn, _tree_map(ctx.finish, aux)
     return out_ret, vjp_fn
+
+
+def linearize(func, *primals):
+    """``torch.func.linearize``: returns ``(func(*primals), jvp_fn)`` where ``jvp_fn(*tangents)``
+    is the Jacobian-vector product at ``primals`` (tangents with the primals' structure,
+    shapes, devices and dtypes, checked with PyTorch's messages). PyTorch traces the JVP once;
+    here each call recomputes it with :func:`jvp` (same values)."""
+    output = func(*primals)
+    flat_primals, primals_spec = _tree_flatten(primals)
+    info = [(tuple(p.shape), p.device, p.dtype) for p in flat_primals]
+
+    def jvp_fn(*tangents):
+        flat_tangents, tangent_spec = _tree_flatten(tangents)
+        if tangent_spec != primals_spec:
+            raise RuntimeError(f"Expected the tangents {tangent_spec} to have the same argspec "
+                               f"as the primals {primals_spec}")
+        for idx, (t, (shape, device, dtype)) in enumerate(zip(flat_tangents, info)):
+            if tuple(t.shape) != shape:
+                raise RuntimeError(f"tangent:{idx} with shape {t.shape} in flattened pytree "
+                                   f"doesn't match the shape {_Size(shape)} of the "
+                                   "corresponding primal.")
+            if t.device != device:
+                raise RuntimeError(f"tangent:{idx} with device {t.device} in flattened pytree "
+                                   f"doesn't match the device {device} of the corresponding "
+                                   "primal.")
+            if t.dtype != dtype:
+                raise RuntimeError(f"tangent:{idx} with dtype {t.dtype} in flattened pytree "
+                                   f"doesn't match the dtype {dtype} of the corresponding "
+                                   "primal.")
+        return jvp(func, primals, tangents)[1]
+
+    return output, jvp_fn
+
+
+def _Size(shape):  # noqa: N802 (prints as the tensor's .shape does)
+    from ferrotorch._size import Size
+
+    return Size(shape)
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
