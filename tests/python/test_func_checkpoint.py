@@ -528,3 +528,40 @@ def test_checkpoint_sequential_matches_plain(segments, use_reentrant):
     checkpoint_sequential(list(m), segments, x3, use_reentrant=use_reentrant).pow(2).sum(
     ).backward()
     close(x3.grad, gx_ref, 1e-12)
+
+
+def test_checkpoint_context_fn_runs_forward_and_recompute_in_their_contexts():
+    import contextlib
+
+    from ferrotorch.utils.checkpoint import noop_context_fn
+
+    events = []
+
+    @contextlib.contextmanager
+    def tag(name):
+        events.append(f"enter {name}")
+        yield
+        events.append(f"exit {name}")
+
+    def fn(a):
+        events.append("run")
+        return (a * a).sin()
+
+    x = ft.tensor([0.5, 1.0, -2.0], requires_grad=True)
+    y = checkpoint(fn, x, use_reentrant=False,
+                   context_fn=lambda: (tag("forward"), tag("recompute")))
+    assert events == ["enter forward", "run", "exit forward"]
+    y.sum().backward()
+    # (PyTorch stops the recomputation early by raising inside the context, so whether the
+    # context's exit code runs is not part of the contract)
+    assert events[3:5] == ["enter recompute", "run"]
+    np.testing.assert_allclose(x.grad.numpy(), (2 * x * (x * x).cos()).detach().numpy(),
+                               rtol=1e-6)
+    a, b = noop_context_fn()
+    with a, b:
+        pass
+    with pytest.raises(ValueError, match="Passing `context_fn` or `debug` is only supported "
+                                         "when use_reentrant=False."):
+        checkpoint(fn, x, use_reentrant=True, context_fn=lambda: (tag("f"), tag("r")))
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(fn, x, use_reentrant=True, debug=True)

@@ -20,10 +20,12 @@ Differences from PyTorch:
 * With ``use_reentrant=True`` and no input requiring grad, the output does not require grad and
   a warning is given (as in PyTorch).
 * Only the CPU generator's state is preserved (``ferrotorch.random.get_rng_state``).
-* ``context_fn``, ``determinism_check`` and ``debug`` are accepted only with their default
-  values.
+* ``context_fn`` (non-reentrant only, as in PyTorch) gives the two context managers the forward
+  and the recomputation run in; ``determinism_check`` and ``debug`` are accepted only with their
+  default values.
 """
 
+import contextlib
 import functools
 import warnings
 
@@ -34,7 +36,27 @@ from ferrotorch.random import fork_rng, get_rng_state, set_rng_state
 
 Tensor = _C.Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "noop_context_fn"]
+
+
+def noop_context_fn():
+    """The default ``context_fn``: two null contexts."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+class _InContexts:
+    """Runs ``run`` in ``forward_context`` the first time (the checkpointed forward) and in
+    ``recompute_context`` afterwards (the recomputation during backward)."""
+
+    def __init__(self, run, forward_context, recompute_context):
+        self.run, self.contexts = run, [forward_context, recompute_context]
+        self.calls = 0
+
+    def __call__(self, *args):
+        ctx = self.contexts[min(self.calls, 1)]
+        self.calls += 1
+        with ctx:
+            return self.run(*args)
 
 
 def _detach_like(x):
@@ -90,8 +112,8 @@ class CheckpointFunction(Function):
         return (None, None) + grads
 
 
-def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
-               debug=False, preserve_rng_state=True, **kwargs):
+def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
+               determinism_check="default", debug=False, preserve_rng_state=True, **kwargs):
     """Checkpoint a model or part of a model: ``function(*args, **kwargs)`` is computed without
     keeping its activations, and recomputed during backward.
 
@@ -110,11 +132,16 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
             stacklevel=2,
         )
         use_reentrant = True
-    if context_fn is not None:
-        raise ValueError("Passing `context_fn` is not supported by ferrotorch's checkpoint")
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+    if context_fn is None:
+        context_fn = noop_context_fn
+    if use_reentrant and (context_fn is not noop_context_fn or debug is not False):
+        raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                         "use_reentrant=False.")
     run = functools.partial(function, **kwargs) if kwargs else function
+    if context_fn is not noop_context_fn:
+        run = _InContexts(run, *context_fn())
     if not _C.is_grad_enabled():
         return run(*args)
     needs = any(isinstance(a, Tensor) and a.requires_grad for a in args)
