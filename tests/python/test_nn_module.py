@@ -546,3 +546,29 @@ def test_extra_state_key_is_unexpected_for_a_module_without_set_extra_state():
         m.load_state_dict(sd)
     with pytest.raises(RuntimeError, match="get_extra_state"):
         m.get_extra_state()
+
+
+def test_modulelist_repr_compresses_runs_to_empty_and_assignment_errors():
+    ml = nn.ModuleList([nn.Linear(2, 2) for _ in range(3)] + [nn.ReLU(), nn.ReLU(),
+                                                               nn.Linear(2, 3)])
+    assert repr(ml) == (
+        "ModuleList(\n"
+        "  (0-2): 3 x Linear(in_features=2, out_features=2, bias=True)\n"
+        "  (3-4): 2 x ReLU()\n"
+        "  (5): Linear(in_features=2, out_features=3, bias=True)\n"
+        ")")
+    assert repr(nn.ModuleList()) == "ModuleList()"
+    outer = nn.Sequential(nn.ModuleList([nn.Tanh(), nn.Tanh()]))
+    assert repr(outer) == "Sequential(\n  (0): ModuleList(\n    (0-1): 2 x Tanh()\n  )\n)"
+    lin = nn.Linear(3, 2)
+    before = lin.weight
+    assert lin.to_empty(device="cpu") is lin
+    assert lin.weight is before and lin.weight.shape == (2, 3) and lin.bias.shape == (2,)
+    with pytest.raises(TypeError, match=r"cannot assign 'ferrotorch.LongTensor' as parameter "
+                                        r"'weight' \(torch.nn.Parameter or None expected\)"):
+        lin.weight = ft.ones(2, 3, dtype=ft.int64)
+    with pytest.raises(TypeError, match="cannot assign 'int' as parameter 'weight'"):
+        lin.weight = 3
+    with pytest.raises(TypeError, match=r"cannot assign 'ferrotorch.FloatTensor' object to "
+                                        r"parameter 'extra'"):
+        lin.register_parameter("extra", ft.ones(1))

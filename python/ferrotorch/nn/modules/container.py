@@ -185,9 +185,22 @@ class ModuleList(Module):
         return self
 
     def __repr__(self):
-        if not self._modules:
+        """Runs of identical entries print once, as ``(0-3): 4 x Linear(...)`` (PyTorch's
+        ModuleList repr)."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
             return self._get_name() + "()"
-        lines = [f"({k}): " + _addindent(repr(m), 2) for k, m in self._modules.items()]
+        runs = [[0, 0, reprs[0]]]
+        for i, r in enumerate(reprs[1:], 1):
+            if r == runs[-1][2]:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = []
+        for start, end, r in runs:
+            head = (f"({start}): {r}" if start == end
+                    else f"({start}-{end}): {end - start + 1} x {r}")
+            lines.append(_addindent(head, 2))
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 

@@ -56,6 +56,14 @@ class RemovableHandle:
         self.remove()
 
 
+def _typename(obj):
+    """``torch.typename`` (legacy tensor type names, qualified class names), as PyTorch's
+    assignment errors print it."""
+    from ferrotorch._api_gaps3 import typename
+
+    return typename(obj)
+
+
 def _addindent(s_, num_spaces):
     s = s_.split("\n")
     if len(s) == 1:
@@ -152,7 +160,7 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
-                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                 "(torch Tensor or None required)"
             )
         if isinstance(tensor, Buffer):
@@ -179,7 +187,7 @@ class Module:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
             raise TypeError(
-                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                 "(torch.nn.Parameter or None required)"
             )
         elif param.grad_fn is not None:
@@ -289,7 +297,7 @@ class Module:
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' "
                     "(torch.nn.Parameter or None expected)"
                 )
             self.register_parameter(name, value)
@@ -304,7 +312,7 @@ class Module:
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(
-                        f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                        f"cannot assign '{_typename(value)}' as child module '{name}' "
                         "(torch.nn.Module or None expected)"
                     )
                 modules[name] = value
@@ -313,7 +321,7 @@ class Module:
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(
-                            f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                            f"cannot assign '{_typename(value)}' as buffer '{name}' "
                             "(torch.nn.Buffer, torch.Tensor or None expected)"
                         )
                     if isinstance(value, Buffer):
@@ -517,6 +525,12 @@ class Module:
             return t
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse=True):
+        """Moves the parameters and buffers to ``device`` without copying their values: each
+        becomes ``empty_like`` on that device (for modules built on the meta device or to be
+        filled by ``load_state_dict``)."""
+        return self._apply(lambda t: _C.empty_like(t, device=device), recurse=recurse)
 
     def cpu(self):
         return self._apply(lambda t: t.cpu())
