@@ -204,6 +204,37 @@ def case_sqrt(n):
     }
 
 
+def case_unary(n, name):
+    """A float32 transcendental op (vectorised polynomial kernels in ferrotorch, SLEEF in
+    PyTorch, NumPy's own SIMD loops where it has them)."""
+    a = rand(n, 3)
+    a = np.abs(a) + 0.1 if name == "log" else a
+    numpy_fns = {"exp": np.exp, "log": np.log, "tanh": np.tanh,
+                 "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x))}
+
+    def lib_fn(lib):
+        x = lib.from_numpy(a)
+        if name == "gelu":
+            gelu = lib.nn.functional.gelu
+            return lambda: gelu(x)
+        return getattr(x, name)
+
+    return {
+        "numpy": (lambda: (lambda: numpy_fns[name](a))) if name in numpy_fns else None,
+        "ferrotorch": lambda: lib_fn(ft),
+        "torch": lambda: lib_fn(torch),
+    }
+
+
+def case_scalar_mul(n):
+    a = rand(n, 4)
+    return {
+        "numpy": lambda: lambda: a * 1.5,
+        "ferrotorch": lambda: (lambda x: lambda: x * 1.5)(ft.from_numpy(a)),
+        "torch": lambda: (lambda x: lambda: x * 1.5)(torch.from_numpy(a)),
+    }
+
+
 def case_sum(n):
     a = rand(n)
 
@@ -379,6 +410,11 @@ def cases(quick):
         (f"a*b+c f32, {big // 1_000_000}M", case_fma(big), None),
         (f"x.mul_(y) f32, {big // 1_000_000}M (in place)", case_inplace_mul(big), None),
         (f"sqrt f32, {big // 1_000_000}M", case_sqrt(big), None),
+        (f"x * 1.5 f32, {big // 1_000_000}M", case_scalar_mul(big), None),
+    ]
+    for name in ("exp", "log", "tanh", "sigmoid", "gelu"):
+        out.append((f"{name} f32, {big // 1_000_000}M", case_unary(big, name), None))
+    out += [
         (f"sum f32, {big // 1_000_000}M", case_sum(big), None),
         (f"transpose().contiguous() {tn}x{tn}", case_transpose_contiguous(tn), None),
         ("softmax rows 4096x1024", case_softmax(4096, 1024), None),

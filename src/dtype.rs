@@ -547,7 +547,7 @@ impl Element for bool {
 }
 
 /// Floating-point element types computed natively (f16/bf16 are upcast to f32 first).
-pub trait FloatElement: Element + num_traits::Float {}
+pub trait FloatElement: Element + num_traits::Float + crate::cpu::vmath::VecMath {}
 impl FloatElement for f32 {}
 impl FloatElement for f64 {}
 

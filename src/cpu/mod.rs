@@ -8,3 +8,4 @@ pub mod reduce;
 pub mod simd;
 pub mod sort;
 pub mod strided;
+pub mod vmath;

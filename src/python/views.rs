@@ -297,7 +297,15 @@ fn check_index_put_dtypes(t: &Tensor, idx: &[TensorIndex], value: &Tensor) -> Py
 fn setitem_value(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Tensor> {
     Ok(match extract_operand(value) {
         Some(Operand::Tensor(v)) => v,
-        Some(Operand::Scalar(s)) => Tensor::scalar(s, dtype),
+        Some(Operand::Scalar(s)) => {
+            // As PyTorch: a number the dtype cannot hold is an error, not wrapped (`x[0] =
+            // 1000` on int8). Half/bfloat16 are left unchecked: PyTorch checks them only when
+            // the indexed region has more than one element, which is not known here.
+            if !matches!(dtype, DType::F16 | DType::BF16) {
+                s.check_fits(dtype)?;
+            }
+            Tensor::scalar(s, dtype)
+        }
         None => tensor_from_data(value, Some(dtype))?,
     })
 }

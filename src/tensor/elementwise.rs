@@ -295,6 +295,14 @@ macro_rules! float_unary_fn {
             Trunc => $m!(|v: $T| float_unary(Trunc, v)),
             Frac => $m!(|v: $T| float_unary(Frac, v)),
             Round => $m!(|v: $T| float_unary(Round, v)),
+            // The vectorisable transcendental ones (see `cpu::vmath`).
+            Exp => $m!(|v: $T| float_unary(Exp, v)),
+            Log => $m!(|v: $T| float_unary(Log, v)),
+            Tanh => $m!(|v: $T| float_unary(Tanh, v)),
+            Sigmoid => $m!(|v: $T| float_unary(Sigmoid, v)),
+            Silu => $m!(|v: $T| float_unary(Silu, v)),
+            Gelu => $m!(|v: $T| float_unary(Gelu, v)),
+            GeluTanh => $m!(|v: $T| float_unary(GeluTanh, v)),
             op => $m!(|v: $T| float_unary(op, v)),
         }
     }};
@@ -336,10 +344,10 @@ fn float_unary<T: FloatElement>(op: UnaryOp, x: T) -> T {
                 zero
             }
         }
-        Exp => x.exp(),
+        Exp => x.vexp(),
         Exp2 => x.exp2(),
         Expm1 => x.exp_m1(),
-        Log => x.ln(),
+        Log => x.vln(),
         Log2 => x.log2(),
         Log10 => x.log10(),
         Log1p => x.ln_1p(),
@@ -353,11 +361,11 @@ fn float_unary<T: FloatElement>(op: UnaryOp, x: T) -> T {
         Atan => x.atan(),
         Sinh => x.sinh(),
         Cosh => x.cosh(),
-        Tanh => x.tanh(),
+        Tanh => x.vtanh(),
         Asinh => x.asinh(),
         Acosh => x.acosh(),
         Atanh => x.atanh(),
-        Sigmoid => one / (one + (-x).exp()),
+        Sigmoid => one / (one + (-x).vexp()),
         Relu => {
             if x > zero || x.is_nan() {
                 x
@@ -365,18 +373,12 @@ fn float_unary<T: FloatElement>(op: UnaryOp, x: T) -> T {
                 zero
             }
         }
-        Gelu => {
-            x * f(0.5)
-                * (one
-                    + <T as Element>::from_f64(crate::math::erf(
-                        Element::to_f64(x) / std::f64::consts::SQRT_2,
-                    )))
-        }
+        Gelu => x.vgelu(),
         GeluTanh => {
             let k = f((2.0 / std::f64::consts::PI).sqrt());
-            f(0.5) * x * (one + (k * (x + f(0.044715) * x * x * x)).tanh())
+            f(0.5) * x * (one + (k * (x + f(0.044715) * x * x * x)).vtanh())
         }
-        Silu => x / (one + (-x).exp()),
+        Silu => x / (one + (-x).vexp()),
         Softplus => {
             // log(1 + exp(x)), linear above the threshold 20 as in PyTorch.
             if x > f(20.0) {
@@ -607,6 +609,10 @@ impl Tensor {
 
     /// Apply a unary op.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        if op == UnaryOp::Silu {
+            // PyTorch has no integer silu (sigmoid and the rest promote to float).
+            require_float(self.dtype(), "silu_cpu")?;
+        }
         let out = no_grad(|| self.unary_raw(op))?;
         super::elementwise_grad::record_unary(op, self, &out);
         Ok(out)
@@ -1194,25 +1200,6 @@ fn float_result(common: DType) -> DType {
     }
 }
 
-/// Does the integer scalar `s` fit in integer dtype `d`? (PyTorch refuses to narrow.)
-fn check_scalar_fits(s: Scalar, d: DType, op: &'static str) -> Result<()> {
-    if let Scalar::Int(v) = s {
-        let (lo, hi): (i64, i64) = match d {
-            DType::U8 => (0, u8::MAX as i64),
-            DType::I8 => (i8::MIN as i64, i8::MAX as i64),
-            DType::I16 => (i16::MIN as i64, i16::MAX as i64),
-            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
-            _ => return Ok(()),
-        };
-        if v < lo || v > hi {
-            return Err(Error::Runtime(format!(
-                "{op}: value cannot be converted to type {d} without overflow"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// PyTorch's floor division for floats (`div_floor_floating`): exact where `floor(a / b)`
 /// is not (e.g. `1.0 // 0.1 == 9.0`), IEEE results for a zero divisor.
 #[inline]
@@ -1294,7 +1281,7 @@ impl Tensor {
         }
         for b in [min, max].into_iter().flatten() {
             if let TensorOrScalar::Scalar(s) = b {
-                check_scalar_fits(*s, out, "clamp")?;
+                s.check_fits(out)?;
             }
         }
         let cd = out.compute_dtype();
@@ -1930,6 +1917,9 @@ impl Tensor {
                     .into(),
             ));
         }
+        // PyTorch converts alpha to the result type with its overflow check (int8 alpha=300
+        // and half alpha=1e6 are errors, not wrapped or inf).
+        alpha.check_fits(out)?;
         // Validates dtypes (e.g. bool subtraction) with the plain op's rules.
         let (cd, _) = op.dtypes(out)?;
         let (a, b) = (self.to_dtype(cd), operand_tensor(other, cd));
@@ -1987,6 +1977,9 @@ impl Tensor {
                 "{op}: for integral input tensors, argument value must not be a floating point number."
             )));
         }
+        // Checked against the type the kernel computes in (float for half/bfloat16 inputs),
+        // as PyTorch does.
+        value.check_fits(out.compute_dtype())?;
         let cd = out.compute_dtype();
         let (a, b, c) = (self.to_dtype(cd), t1.to_dtype(cd), t2.to_dtype(cd));
         let r = if cd.is_floating_point() {

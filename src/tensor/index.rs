@@ -1123,6 +1123,7 @@ impl Tensor {
                 t.clone()
             }
             TensorOrScalar::Scalar(s) => {
+                s.check_fits(self.dtype())?;
                 Tensor::scalar(*s, self.dtype()).broadcast_to(index.shape())?
             }
         };

@@ -187,6 +187,45 @@ def test_python_number_that_overflows_the_dtype_is_refused():
         a.clone().fill_(torch.tensor([2]))
 
 
+def test_scalar_arguments_that_overflow_are_refused():
+    """alpha / value / bounds / fill numbers go through PyTorch's overflow check too."""
+    F = torch.nn.functional
+    i8 = torch.ones(2, dtype=torch.int8)
+    half = torch.ones(2, dtype=torch.float16)
+    for f, name in [(lambda: i8.add(i8, alpha=300), "int8_t"),
+                    (lambda: i8.add(1, alpha=300), "int8_t"),
+                    (lambda: i8.sub(i8, alpha=-200), "int8_t"),
+                    (lambda: half.add(half, alpha=1e6), "c10::Half"),
+                    (lambda: torch.addcmul(i8, i8, i8, value=1000), "int8_t"),
+                    (lambda: torch.addcdiv(torch.ones(2), torch.ones(2), torch.ones(2),
+                                           value=1e300), "float"),
+                    (lambda: F.threshold(i8, 1000, 0), "int8_t"),
+                    (lambda: F.threshold(i8, 0, -1000), "int8_t"),
+                    (lambda: F.hardtanh(i8, -1000, 1000), "int8_t"),
+                    (lambda: i8.clamp(max=300), "int8_t"),
+                    (lambda: half.clamp(max=1e6), "c10::Half"),
+                    (lambda: torch.zeros(3, dtype=torch.int8).scatter(0, torch.tensor([0]), 1000),
+                     "int8_t"),
+                    (lambda: torch.zeros(3, dtype=torch.int8).__setitem__(0, 1000), "int8_t"),
+                    (lambda: torch.zeros(3, dtype=torch.uint8).__setitem__(0, 256), "uint8_t"),
+                    (lambda: torch.zeros(3).__setitem__(0, 1e300), "float")]:
+        with pytest.raises(RuntimeError,
+                           match=f"^value cannot be converted to type {name} without overflow"):
+            f()
+    # in range (uint8 takes -1 as PyTorch does: it wraps), and half setitem stays unchecked
+    u = torch.zeros(3, dtype=torch.uint8)
+    u[0] = -1
+    assert u.tolist() == [255, 0, 0]
+    h = torch.zeros(3, dtype=torch.float16)
+    h[0] = 1e6
+    assert h.tolist() == [float("inf"), 0.0, 0.0]
+    assert i8.add(i8, alpha=100).tolist() == [101, 101]
+    assert torch.addcmul(i8, i8, i8, value=-128).tolist() == [-127, -127]
+    # half/bfloat16 addcmul/addcdiv compute in float: the value is checked against float
+    assert torch.addcdiv(half, half, half, value=1e6).tolist() == [float("inf")] * 2
+    assert F.threshold(torch.tensor([1, 2, 3], dtype=torch.int8), 1, -5).tolist() == [-5, 2, 3]
+
+
 def test_tensor_data_dtype_inference_and_overflow():
     assert torch.tensor([np.float16(1.5), 2]).dtype == torch.float16
     assert torch.tensor([np.uint8(1), np.int8(2)]).dtype == torch.int16

@@ -55,9 +55,12 @@ def relu_(input):
 
 
 def threshold(input, threshold, value, inplace=False):
+    """``value`` where ``x <= threshold``, else ``x`` (NaN stays NaN, as in PyTorch)."""
+    # Both numbers must fit the input's dtype (PyTorch's overflow check; no wrapping).
+    _C.full((), threshold, dtype=input.dtype)
+    _C.full((), value, dtype=input.dtype)
     x = _inplace_src(input, inplace)
-    keep = _float_mask(x > threshold, x)
-    out = x * keep + (1 - keep) * value
+    out = _C.where(x <= threshold, value, x)
     return input.copy_(out) if inplace else out
 
 
@@ -136,20 +139,13 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def gelu(input, approximate="none"):
-    """x * Phi(x); ``approximate="tanh"`` uses the tanh approximation."""
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (inner.tanh() + 1)
-    if approximate != "none":
-        raise ValueError(f"approximate argument must be either none or tanh, got {approximate}")
-    return input * 0.5 * ((input * (1.0 / math.sqrt(2.0))).erf() + 1)
+    """x * Phi(x); ``approximate="tanh"`` uses the tanh approximation (one fused kernel)."""
+    return _C.gelu(input, approximate)
 
 
 def silu(input, inplace=False):
-    """x * sigmoid(x)."""
-    x = _inplace_src(input, inplace)
-    out = x * x.sigmoid()
-    return input.copy_(out) if inplace else out
+    """x * sigmoid(x), one fused kernel."""
+    return input.silu_() if inplace else input.silu()
 
 
 def softplus(input, beta=1.0, threshold=20.0):
