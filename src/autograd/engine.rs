@@ -153,25 +153,50 @@ fn run_backward(
                 *g = Some(cur);
             }
         }
+        // The node's own hooks (`grad_fn.register_prehook` / `register_hook`).
+        let node_hooks = node.node_hooks();
+        if let Some((pre, _)) = &node_hooks {
+            for h in pre {
+                if let Some(new) = h(&grads)? {
+                    grads = new;
+                }
+            }
+        }
         if let Some(leaf) = node.leaf() {
             let allowed = allowed_leaves
                 .as_ref()
                 .map(|a| a.contains(&k))
                 .unwrap_or(true);
+            let received = node_hooks.as_ref().map(|_| grads.clone());
             if accumulate && allowed {
                 if let Some(g) = grads[0].take() {
                     accumulate_into_leaf(leaf, g, create_graph)?;
                 }
             }
+            // AccumulateGrad has no inputs: its hooks see an empty grad_inputs.
+            if let (Some((_, post)), Some(received)) = (&node_hooks, received) {
+                for h in post {
+                    h(&[], &received)?;
+                }
+            }
             continue;
         }
-        let input_grads = match node.apply(&grads, retain_graph) {
+        let mut input_grads = match node.apply(&grads, retain_graph) {
             Ok(g) => g,
             Err(e) => {
                 super::anomaly::report_failure(node.name(), node.trace.as_deref());
                 return Err(e);
             }
         };
+        if let Some((_, post)) = &node_hooks {
+            // One slot per input, as the hooks see them (formulas may return fewer).
+            input_grads.resize(node.next_edges().len().max(input_grads.len()), None);
+            for h in post {
+                if let Some(new) = h(&input_grads, &grads)? {
+                    input_grads = new;
+                }
+            }
+        }
         drop(grads);
         if super::anomaly::is_anomaly_enabled() && super::anomaly::is_anomaly_check_nan_enabled() {
             check_no_nan(&node, &input_grads)?;

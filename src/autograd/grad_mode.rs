@@ -1,6 +1,7 @@
 //! Thread-local grad mode (`no_grad`, `enable_grad`, `set_grad_enabled`, `inference_mode`).
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
@@ -16,12 +17,22 @@ pub fn set_grad_enabled(enabled: bool) {
     GRAD_ENABLED.with(|g| g.set(enabled));
 }
 
+/// How many threads have inference mode on. Every new tensor asks whether it is made in
+/// inference mode; while no thread is, that is this one load instead of a thread-local read
+/// (which in the Python extension, a dlopen'ed library, goes through `__tls_get_addr`).
+static INFERENCE_THREADS: AtomicUsize = AtomicUsize::new(0);
+
 pub fn is_inference_mode_enabled() -> bool {
-    INFERENCE_MODE.with(|g| g.get())
+    INFERENCE_THREADS.load(Ordering::Relaxed) != 0 && INFERENCE_MODE.with(|g| g.get())
 }
 
 pub fn set_inference_mode(enabled: bool) {
-    INFERENCE_MODE.with(|g| g.set(enabled));
+    let prev = INFERENCE_MODE.with(|g| g.replace(enabled));
+    match (prev, enabled) {
+        (false, true) => INFERENCE_THREADS.fetch_add(1, Ordering::Relaxed),
+        (true, false) => INFERENCE_THREADS.fetch_sub(1, Ordering::Relaxed),
+        _ => 0,
+    };
 }
 
 /// Sets grad mode for its lifetime and restores the previous mode on drop.

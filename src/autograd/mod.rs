@@ -13,7 +13,9 @@ pub mod node;
 
 pub use engine::{backward, grad};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
-pub use node::{BackwardFn, Edge, HookFn, Node, PostAccumulateHookFn};
+pub use node::{
+    BackwardFn, Edge, HookFn, Node, NodePostHookFn, NodePreHookFn, PostAccumulateHookFn,
+};
 
 use crate::cpu::strided;
 use crate::layout::Layout;
@@ -152,8 +154,38 @@ pub struct SavedTensor {
     node_name: &'static str,
 }
 
+/// PyTorch's error for an inference tensor saved for backward.
+pub const INFERENCE_SAVED_MSG: &str = "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.";
+
+/// Set when an op saved an inference tensor for backward. The recording functions return
+/// nothing (changing that touches every op), so the op finishes and its caller reports the
+/// error instead of the result: [`take_inference_save_error`], called by the Python
+/// bindings after each op. The global flag lets that check skip the thread-local read.
+static INFERENCE_SAVED_ANY: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+thread_local! {
+    static INFERENCE_SAVED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The pending "Inference tensors cannot be saved for backward" error of this thread's last
+/// op, if any (cleared by the call).
+pub fn take_inference_save_error() -> Option<Error> {
+    if !INFERENCE_SAVED_ANY.load(Ordering::Relaxed) {
+        return None;
+    }
+    INFERENCE_SAVED
+        .with(|c| c.replace(false))
+        .then(|| Error::Runtime(INFERENCE_SAVED_MSG.into()))
+}
+
 impl SavedTensor {
     pub fn new(t: &Tensor, node_name: &'static str) -> Self {
+        // In inference mode nothing is meant to be recorded (PyTorch records nothing there
+        // even under enable_grad), so only a save outside it is an error.
+        if t.is_inference() && !grad_mode::is_inference_mode_enabled() {
+            INFERENCE_SAVED.with(|c| c.set(true));
+            INFERENCE_SAVED_ANY.store(true, Ordering::Relaxed);
+        }
         SavedTensor {
             tensor: t.clone(),
             version: t.storage().version(),

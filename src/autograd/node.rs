@@ -7,7 +7,7 @@ use crate::{Result, Tensor};
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Backward formula: gradients w.r.t. each output (None where nothing flowed) in, gradients
 /// w.r.t. each input (None where not needed) out.
@@ -18,6 +18,26 @@ pub type HookFn = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
 /// A hook run on a leaf after a gradient was accumulated into its `.grad` (it gets the leaf).
 pub type PostAccumulateHookFn = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
+/// A node pre-hook (`grad_fn.register_prehook`): sees the gradients w.r.t. the node's
+/// outputs before it runs and may replace them all.
+pub type NodePreHookFn =
+    Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+
+/// A node hook (`grad_fn.register_hook`): sees the gradients the node computed for its inputs
+/// and those it received, and may replace the former.
+pub type NodePostHookFn = Arc<
+    dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+        + Send
+        + Sync,
+>;
+
+/// Hooks registered on a node itself (made on first registration).
+#[derive(Default)]
+pub(crate) struct NodeHooks {
+    pub(crate) pre: Vec<(u64, NodePreHookFn)>,
+    pub(crate) post: Vec<(u64, NodePostHookFn)>,
+}
 
 /// Where a gradient goes: output `input_nr` of `node`.
 #[derive(Clone)]
@@ -48,6 +68,12 @@ pub struct Node {
     pub(crate) leaf: Option<Tensor>,
     /// Where the node was created (anomaly mode only).
     pub(crate) trace: Option<String>,
+    /// `register_prehook` / `register_hook` hooks; unset for almost every node, so that the
+    /// engine's check is one atomic load.
+    node_hooks: OnceLock<Mutex<NodeHooks>>,
+    /// Data a binding keeps with the node (the Python `grad_fn.metadata` dict), made on
+    /// first use.
+    extra: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -72,6 +98,8 @@ impl Node {
             pre_hooks: Mutex::new(Vec::new()),
             leaf: None,
             trace: super::anomaly::capture_trace(),
+            node_hooks: OnceLock::new(),
+            extra: OnceLock::new(),
         }
     }
 
@@ -93,6 +121,8 @@ impl Node {
             pre_hooks: Mutex::new(Vec::new()),
             leaf: Some(leaf),
             trace: None,
+            node_hooks: OnceLock::new(),
+            extra: OnceLock::new(),
         }
     }
 
@@ -114,6 +144,13 @@ impl Node {
     }
     pub fn leaf(&self) -> Option<&Tensor> {
         self.leaf.as_ref()
+    }
+    /// The data a binding keeps with this node, made by `init` on first use.
+    pub fn extra_or_init(
+        &self,
+        init: impl FnOnce() -> Box<dyn Any + Send + Sync>,
+    ) -> &(dyn Any + Send + Sync) {
+        self.extra.get_or_init(init).as_ref()
     }
 
     /// Run the backward formula. Without `retain` the formula (and its saved tensors) is
@@ -141,6 +178,40 @@ impl Node {
             defer_drop(Box::new(f));
         }
         Ok(out)
+    }
+
+    fn hooks_mut(&self) -> MutexGuard<'_, NodeHooks> {
+        lock(self.node_hooks.get_or_init(Default::default))
+    }
+    /// Register a node pre-hook; returns its id for [`Node::remove_node_hook`].
+    pub fn add_node_pre_hook(&self, hook: NodePreHookFn) -> u64 {
+        let id = super::next_hook_id();
+        self.hooks_mut().pre.push((id, hook));
+        id
+    }
+    /// Register a node (post) hook; returns its id for [`Node::remove_node_hook`].
+    pub fn add_node_post_hook(&self, hook: NodePostHookFn) -> u64 {
+        let id = super::next_hook_id();
+        self.hooks_mut().post.push((id, hook));
+        id
+    }
+    pub fn remove_node_hook(&self, id: u64) -> bool {
+        let Some(h) = self.node_hooks.get() else {
+            return false;
+        };
+        let mut h = lock(h);
+        let before = h.pre.len() + h.post.len();
+        h.pre.retain(|(i, _)| *i != id);
+        h.post.retain(|(i, _)| *i != id);
+        h.pre.len() + h.post.len() != before
+    }
+    /// The node's own pre- and post-hooks, in registration order (empty for most nodes).
+    pub(crate) fn node_hooks(&self) -> Option<(Vec<NodePreHookFn>, Vec<NodePostHookFn>)> {
+        let h = lock(self.node_hooks.get()?);
+        Some((
+            h.pre.iter().map(|(_, f)| f.clone()).collect(),
+            h.post.iter().map(|(_, f)| f.clone()).collect(),
+        ))
     }
 
     pub fn add_pre_hook(&self, id: u64, output_nr: usize, hook: HookFn) {

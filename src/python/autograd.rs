@@ -7,17 +7,45 @@ use crate::autograd::{self, Node};
 use crate::{Error, Tensor};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
-use std::sync::Arc;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple, PyWeakrefReference};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-/// A recorded op (`tensor.grad_fn`).
-#[pyclass(name = "Node", module = "ferrotorch.autograd.graph", frozen)]
+/// A recorded op (`tensor.grad_fn`): the base class of the per-name node classes
+/// (`AddmmBackward0`, `AccumulateGrad`, ...) made in `ferrotorch/autograd/graph.py`, which is
+/// PyTorch's `torch.autograd.graph.Node`. A subclass is built from another node (`cls(node)`),
+/// so every grad_fn object is an instance of its name's class holding the same Rust node.
+#[pyclass(name = "Node", module = "ferrotorch.autograd.graph", subclass, frozen)]
 pub struct PyNode {
     pub node: Arc<Node>,
 }
 
+/// `ferrotorch.autograd.graph._node_class`: the (cached) Python class of a node name.
+static NODE_CLASS_OF: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The Python object of `node`: an instance of the class named after it.
+pub(crate) fn node_object(py: Python<'_>, node: Arc<Node>) -> PyResult<Bound<'_, PyAny>> {
+    let class_of = NODE_CLASS_OF.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py
+            .import("ferrotorch.autograd.graph")?
+            .getattr("_node_class")?
+            .unbind())
+    })?;
+    let cls = class_of.bind(py).call1((node.name(),))?;
+    let handle = Bound::new(py, PyNode { node })?;
+    cls.call1((handle,))
+}
+
 #[pymethods]
 impl PyNode {
+    /// `cls(node)`: a node object of class `cls` for the same recorded op as `node`.
+    #[new]
+    fn py_new(node: PyRef<'_, PyNode>) -> PyNode {
+        PyNode {
+            node: node.node.clone(),
+        }
+    }
     fn name(&self) -> String {
         self.node.name().to_string()
     }
@@ -29,40 +57,66 @@ impl PyNode {
             .next_edges()
             .iter()
             .map(|e| -> PyResult<Bound<'py, PyAny>> {
-                match e {
-                    Some(e) => {
-                        let n = Py::new(
-                            py,
-                            PyNode {
-                                node: e.node.clone(),
-                            },
-                        )?;
-                        Ok(PyTuple::new(
-                            py,
-                            [
-                                n.into_any().into_bound(py),
-                                e.input_nr.into_pyobject(py)?.into_any(),
-                            ],
-                        )?
-                        .into_any())
-                    }
-                    None => Ok(PyTuple::new(
-                        py,
-                        [
-                            py.None().into_bound(py),
-                            0usize.into_pyobject(py)?.into_any(),
-                        ],
-                    )?
-                    .into_any()),
-                }
+                let (n, nr) = match e {
+                    Some(e) => (node_object(py, e.node.clone())?, e.input_nr),
+                    None => (py.None().into_bound(py), 0),
+                };
+                Ok(PyTuple::new(py, [n, nr.into_pyobject(py)?.into_any()])?.into_any())
             })
             .collect::<PyResult<_>>()?;
         PyTuple::new(py, items)
     }
-    /// For AccumulateGrad nodes: the leaf tensor.
+    /// A dict kept with the node (PyTorch's `Node.metadata`): the same dict on every access.
     #[getter]
-    fn variable(&self) -> Option<PyTensor> {
-        self.node.leaf().cloned().map(PyTensor::from)
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let extra = self
+            .node
+            .extra_or_init(|| Box::new(PyDict::new(py).unbind()));
+        match extra.downcast_ref::<Py<PyDict>>() {
+            Some(d) => Ok(d.bind(py).clone()),
+            None => Err(PyRuntimeError::new_err("node metadata holds another type")),
+        }
+    }
+    /// For AccumulateGrad nodes (the `variable` property of that class): the leaf, as the
+    /// Python object it was made `requires_grad` through when that is still alive.
+    fn _variable<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.node.leaf() {
+            Some(t) => leaf_object(py, t).map(Some),
+            None => Ok(None),
+        }
+    }
+    /// `hook(grad_outputs) -> tuple | None`, run before the node computes its gradients.
+    fn register_prehook(&self, hook: Py<PyAny>) -> PyNodeHookHandle {
+        let n_out = self.node.num_outputs();
+        let f: autograd::NodePreHookFn = Arc::new(move |grads: &[Option<Tensor>]| {
+            Python::attach(|py| {
+                let r = hook
+                    .call1(py, (grads_tuple(py, grads)?,))
+                    .map_err(|e| py_err_to_error(py, e))?;
+                hook_result(py, &hook, r.bind(py), n_out)
+            })
+        });
+        PyNodeHookHandle {
+            id: self.node.add_node_pre_hook(f),
+            node: self.node.clone(),
+        }
+    }
+    /// `hook(grad_inputs, grad_outputs) -> tuple | None`, run after the node computed the
+    /// gradients w.r.t. its inputs (it may replace them).
+    fn register_hook(&self, hook: Py<PyAny>) -> PyNodeHookHandle {
+        let n_in = self.node.next_edges().len();
+        let f: autograd::NodePostHookFn = Arc::new(move |gi: &[Option<Tensor>], go| {
+            Python::attach(|py| {
+                let r = hook
+                    .call1(py, (grads_tuple(py, gi)?, grads_tuple(py, go)?))
+                    .map_err(|e| py_err_to_error(py, e))?;
+                hook_result(py, &hook, r.bind(py), n_in)
+            })
+        });
+        PyNodeHookHandle {
+            id: self.node.add_node_post_hook(f),
+            node: self.node.clone(),
+        }
     }
     fn __repr__(&self) -> String {
         format!(
@@ -80,6 +134,134 @@ impl PyNode {
     fn __hash__(&self) -> isize {
         Arc::as_ptr(&self.node) as isize
     }
+}
+
+/// Gradients as the Python tuple a node hook gets (None where no gradient).
+fn grads_tuple<'py>(
+    py: Python<'py>,
+    grads: &[Option<Tensor>],
+) -> crate::Result<Bound<'py, PyTuple>> {
+    let items = grads
+        .iter()
+        .map(|g| match g {
+            Some(g) => Bound::new(py, PyTensor::from(g.clone())).map(Bound::into_any),
+            None => Ok(py.None().into_bound(py)),
+        })
+        .collect::<PyResult<Vec<_>>>()
+        .map_err(|e| py_err_to_error(py, e))?;
+    PyTuple::new(py, items).map_err(|e| py_err_to_error(py, e))
+}
+
+/// A node hook's return value: None (keep the gradients) or `expected` tensors / Nones.
+fn hook_result(
+    py: Python<'_>,
+    hook: &Py<PyAny>,
+    r: &Bound<'_, PyAny>,
+    expected: usize,
+) -> crate::Result<Option<Vec<Option<Tensor>>>> {
+    if r.is_none() {
+        return Ok(None);
+    }
+    if !(r.is_instance_of::<PyTuple>() || r.is_instance_of::<PyList>()) {
+        let ty = r
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(Error::Type(format!(
+            "expected tuple, but hook returned '{ty}'"
+        )));
+    }
+    let items: Vec<Bound<'_, PyAny>> = r
+        .try_iter()
+        .and_then(|it| it.collect::<PyResult<_>>())
+        .map_err(|e| py_err_to_error(py, e))?;
+    if items.len() != expected {
+        let name = hook
+            .bind(py)
+            .getattr("__name__")
+            .and_then(|n| n.extract::<String>())
+            .unwrap_or_else(|_| "<hook>".into());
+        return Err(Error::Runtime(format!(
+            "hook '{name}' has returned an incorrect number of values (got {}, but expected {expected})",
+            items.len()
+        )));
+    }
+    items
+        .iter()
+        .map(|x| opt_tensor(x).map_err(|e| py_err_to_error(py, e)))
+        .collect::<crate::Result<_>>()
+        .map(Some)
+}
+
+/// Handle returned by a node's `register_hook` / `register_prehook`.
+#[pyclass(name = "RemovableHandle", module = "ferrotorch.utils.hooks")]
+pub struct PyNodeHookHandle {
+    node: Arc<Node>,
+    id: u64,
+}
+
+#[pymethods]
+impl PyNodeHookHandle {
+    fn remove(&self) {
+        self.node.remove_node_hook(self.id);
+    }
+}
+
+/// Weak references to the Python objects of leaves made `requires_grad` from Python (keyed
+/// by the tensor's address), so that `AccumulateGrad.variable` hands back the leaf's own
+/// object (`fn.variable is param`, a Parameter stays a Parameter) as PyTorch does.
+static LEAF_OBJECTS: Mutex<Option<LeafObjects>> = Mutex::new(None);
+
+struct LeafObjects {
+    map: HashMap<usize, Py<PyWeakrefReference>>,
+    /// Size after the last sweep of dead entries: the next sweep runs when it doubled.
+    swept: usize,
+}
+
+fn leaf_key(t: &Tensor) -> usize {
+    Arc::as_ptr(&t.0) as usize
+}
+
+/// Remember `obj` as the Python object of its (leaf) tensor.
+pub(crate) fn remember_leaf(obj: &Bound<'_, PyTensor>) -> PyResult<()> {
+    let key = leaf_key(&obj.borrow().inner);
+    let weak = PyWeakrefReference::new(obj)?.unbind();
+    let mut guard = LEAF_OBJECTS.lock().unwrap_or_else(|e| e.into_inner());
+    let objs = guard.get_or_insert_with(|| LeafObjects {
+        map: HashMap::new(),
+        swept: 0,
+    });
+    objs.map.insert(key, weak);
+    if objs.map.len() > 2 * objs.swept + 64 {
+        let py = obj.py();
+        objs.map.retain(|_, w| w.bind(py).upgrade().is_some());
+        objs.swept = objs.map.len();
+    }
+    Ok(())
+}
+
+/// The Python object of leaf `t`: the remembered one while it is alive and still holds `t`
+/// (`.data = ...` swaps the tensor a Python object holds), else a new one (remembered).
+fn leaf_object<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let key = leaf_key(t);
+    let known = {
+        let guard = LEAF_OBJECTS.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .as_ref()
+            .and_then(|o| o.map.get(&key))
+            .map(|w| w.clone_ref(py))
+    };
+    if let Some(obj) = known.and_then(|w| w.bind(py).upgrade()) {
+        if let Ok(pt) = obj.cast::<PyTensor>() {
+            if pt.borrow().inner.same_tensor(t) {
+                return Ok(obj);
+            }
+        }
+    }
+    let obj = Bound::new(py, PyTensor::from(t.clone()))?;
+    remember_leaf(&obj)?;
+    Ok(obj.into_any())
 }
 
 /// Handle returned by `register_hook`; `remove()` unregisters the hook.
@@ -163,8 +345,11 @@ impl PyTensor {
         })
     }
     #[getter]
-    fn grad_fn(&self) -> Option<PyNode> {
-        self.inner.grad_fn().map(|node| PyNode { node })
+    fn grad_fn<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .grad_fn()
+            .map(|node| node_object(py, node))
+            .transpose()
     }
     #[getter]
     fn is_leaf(&self) -> bool {
@@ -189,13 +374,20 @@ impl PyTensor {
         self.inner.detach().into()
     }
     #[setter]
-    fn set_data(&mut self, data: PyRef<'_, PyTensor>) -> PyResult<()> {
+    fn set_data(slf: &Bound<'_, Self>, data: PyRef<'_, PyTensor>) -> PyResult<()> {
         // Swap in the new data; keep the leaf's requires_grad flag.
-        let rg = self.inner.is_leaf() && self.inner.requires_grad();
-        let t = data.inner.detach();
-        t.set_requires_grad(rg)?;
-        t.set_grad(self.inner.grad());
-        self.inner = t;
+        let rg = {
+            let mut me = slf.borrow_mut();
+            let rg = me.inner.is_leaf() && me.inner.requires_grad();
+            let t = data.inner.detach();
+            t.set_requires_grad(rg)?;
+            t.set_grad(me.inner.grad());
+            me.inner = t;
+            rg
+        };
+        if rg {
+            remember_leaf(slf)?;
+        }
         Ok(())
     }
     #[getter]
@@ -453,6 +645,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
     m.add_class::<PyNode>()?;
     m.add_class::<PyHookHandle>()?;
+    m.add_class::<PyNodeHookHandle>()?;
     m.add_class::<PySavedOutput>()?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_record_function, m)?)?;

@@ -48,8 +48,16 @@ impl From<Error> for PyErr {
 /// Run `f`, turning a Rust panic into a Python RuntimeError instead of aborting.
 pub(crate) fn guarded<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r.map_err(PyErr::from),
+        Ok(r) => {
+            // An op that saved an inference tensor for backward fails as in PyTorch.
+            if let Some(e) = crate::autograd::take_inference_save_error() {
+                return Err(e.into());
+            }
+            r.map_err(PyErr::from)
+        }
         Err(p) => {
+            // A pending inference-save error belongs to the op that panicked.
+            let _ = crate::autograd::take_inference_save_error();
             let msg = p
                 .downcast_ref::<String>()
                 .cloned()

@@ -758,17 +758,29 @@ impl PyTensor {
     }
 
     // ------------------------------------------------------------ autograd fields
+    /// Created under `inference_mode` (or a view of such a tensor).
+    fn is_inference(&self) -> bool {
+        self.inner.is_inference()
+    }
     #[getter]
     fn get_requires_grad(&self) -> bool {
         self.inner.requires_grad()
     }
     #[setter]
-    fn set_requires_grad(&self, v: bool) -> PyResult<()> {
-        Ok(self.inner.set_requires_grad(v)?)
+    fn set_requires_grad(slf: &Bound<'_, Self>, v: bool) -> PyResult<()> {
+        slf.borrow().inner.set_requires_grad(v)?;
+        if v {
+            super::autograd::remember_leaf(slf)?;
+        }
+        Ok(())
     }
     #[pyo3(signature = (requires_grad=true))]
     fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
         slf.borrow().inner.set_requires_grad(requires_grad)?;
+        if requires_grad {
+            // `grad_fn.variable` of the leaf's AccumulateGrad hands back this object.
+            super::autograd::remember_leaf(&slf)?;
+        }
         Ok(slf)
     }
     #[getter]
@@ -1018,13 +1030,14 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// `ferrotorch.tensor(data, dtype=None, device=None, requires_grad=False)`.
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false, pin_memory=false))]
-fn tensor(
-    data: &Bound<'_, PyAny>,
-    dtype: Option<&Bound<'_, PyAny>>,
-    device: Option<&Bound<'_, PyAny>>,
+fn tensor<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    device: Option<&Bound<'py, PyAny>>,
     requires_grad: bool,
     pin_memory: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Bound<'py, PyTensor>> {
     let _ = pin_memory;
     let dtype = dtype.map(extract_dtype).transpose()?;
     let mut t = tensor_from_data(data, dtype)?;
@@ -1032,7 +1045,11 @@ fn tensor(
         t = t.to_device(extract_device(d)?)?;
     }
     t.set_requires_grad(requires_grad)?;
-    Ok(t.into())
+    let obj = Bound::new(py, PyTensor::from(t))?;
+    if requires_grad {
+        super::autograd::remember_leaf(&obj)?;
+    }
+    Ok(obj)
 }
 
 #[pyfunction]

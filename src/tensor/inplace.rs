@@ -38,6 +38,7 @@ impl Tensor {
     /// refuse an overlapping one (see `has_internal_overlap`) unless PyTorch lets `op`
     /// write it.
     pub(crate) fn check_inplace_overlap(&self, op: &str) -> Result<()> {
+        self.check_inference_inplace()?;
         if self.has_internal_overlap() && !OVERLAP_ALLOWED.contains(&op) {
             return Err(Error::Runtime(
                 "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."

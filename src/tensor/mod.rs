@@ -40,6 +40,9 @@ pub struct TensorImpl {
     meta: Mutex<AutogradMeta>,
     /// For views: the tensor whose storage this one views (PyTorch's `._base`).
     base: Option<Tensor>,
+    /// Created under `inference_mode` (PyTorch's inference tensors), or a view of such a
+    /// tensor: it may not be saved for backward, nor updated in place outside the mode.
+    inference: bool,
 }
 
 /// An n-dimensional strided array. Cloning a `Tensor` clones a handle, not the data.
@@ -68,6 +71,7 @@ impl Tensor {
             dtype,
             meta: Mutex::new(AutogradMeta::default()),
             base: None,
+            inference: crate::autograd::grad_mode::is_inference_mode_enabled(),
         }))
     }
 
@@ -149,12 +153,37 @@ impl Tensor {
             dtype: self.0.dtype,
             meta: Mutex::new(AutogradMeta::default()),
             base: Some(self.0.base.clone().unwrap_or_else(|| self.clone())),
+            // A view is an inference tensor exactly when its base is (a view of a normal
+            // tensor taken in inference mode stays normal, as in PyTorch).
+            inference: self.0.inference,
         }))
     }
 
     /// A tensor sharing storage and layout but no autograd history and no view base.
     pub(crate) fn alias_detached(&self) -> Tensor {
-        Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), self.0.dtype)
+        Tensor(Arc::new(TensorImpl {
+            storage: self.0.storage.clone(),
+            layout: self.0.layout.clone(),
+            dtype: self.0.dtype,
+            meta: Mutex::new(AutogradMeta::default()),
+            base: None,
+            inference: self.0.inference,
+        }))
+    }
+
+    /// PyTorch's `is_inference()`: created in inference mode, or a view of such a tensor.
+    pub fn is_inference(&self) -> bool {
+        self.0.inference
+    }
+
+    /// PyTorch's refusal to update an inference tensor in place outside inference mode.
+    pub(crate) fn check_inference_inplace(&self) -> Result<()> {
+        if self.0.inference && !crate::autograd::grad_mode::is_inference_mode_enabled() {
+            return Err(Error::Runtime(
+                "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// True when this handle is the only reference to the tensor, the tensor is not a view
@@ -256,6 +285,14 @@ impl Tensor {
                 self.dtype()
             )));
         }
+        if requires_grad
+            && self.0.inference
+            && !crate::autograd::grad_mode::is_inference_mode_enabled()
+        {
+            return Err(Error::Runtime(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.".into(),
+            ));
+        }
         let mut m = self.meta();
         if m.grad_fn.is_some() {
             if !requires_grad {
@@ -303,6 +340,7 @@ impl Tensor {
                 "cannot write to a tensor that shares memory with a read-only buffer".into(),
             ));
         }
+        self.check_inference_inplace()?;
         self.0.storage.bump_version();
         Ok(cpu.as_mut_slice::<T>())
     }

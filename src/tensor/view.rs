@@ -268,12 +268,17 @@ impl Tensor {
 
     /// Swap two dims.
     pub fn transpose(&self, a: i64, b: i64) -> Result<Tensor> {
+        self.transpose_named(a, b, "TransposeBackward0")
+    }
+
+    /// `transpose` recorded under `name` (`t()` is PyTorch's TBackward0).
+    fn transpose_named(&self, a: i64, b: i64, name: &'static str) -> Result<Tensor> {
         if self.ndim() == 0 {
             return Ok(self.clone());
         }
         let (a, b) = (self.dim(a)?, self.dim(b)?);
         let out = self.with_layout(self.layout().transpose(a, b));
-        Ok(record_view("TransposeBackward0", self, out, move |g| {
+        Ok(record_view(name, self, out, move |g| {
             g.transpose(a as i64, b as i64)
         }))
     }
@@ -289,7 +294,7 @@ impl Tensor {
         if self.ndim() < 2 {
             return Ok(self.clone());
         }
-        self.transpose(0, 1)
+        self.transpose_named(0, 1, "TBackward0")
     }
 
     /// Broadcast to `shape` (-1 keeps a dim) without copying.

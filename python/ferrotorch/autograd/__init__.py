@@ -17,6 +17,7 @@ from ferrotorch.autograd.grad_mode import (  # noqa: F401
     no_grad,
     set_grad_enabled,
 )
+from ferrotorch.autograd import graph  # noqa: F401
 from ferrotorch.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 
 Tensor = _C.Tensor

@@ -116,7 +116,9 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
-    """Like ``no_grad`` (no recording); also reported by ``is_inference_mode_enabled``."""
+    """Like ``no_grad`` (no recording); the tensors created inside are inference tensors
+    (``Tensor.is_inference()``), which autograd may not save and which may not be updated
+    in place outside the mode. ``inference_mode(False)`` creates normal tensors."""
 
     def __new__(cls, mode=True):
         if callable(mode):
@@ -129,8 +131,9 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self):
         self.prev = (_C.is_grad_enabled(), _C.is_inference_mode_enabled())
-        if self.mode:
-            _C._set_grad_enabled(False)
+        # As c10::InferenceMode: grad mode is the opposite of the mode, so
+        # ``inference_mode(False)`` turns recording on even inside ``no_grad``.
+        _C._set_grad_enabled(not self.mode)
         _C._set_inference_mode(self.mode)
 
     def __exit__(self, *exc):
