@@ -213,8 +213,8 @@ impl Scalar {
     /// (every `Scalar.to<T>()`: fill_, full, pow's exponent, where's scalar...) applies:
     /// an integer must lie in the range, except that a negative one may wrap into an
     /// unsigned type down to `-max` (`uint8` takes -1 as 255, not -256); a float must be
-    /// finite and in range for an integer type (NaN and inf overflow), in range or inf/NaN
-    /// for a float type. Bool takes anything, and so does a bool value.
+    /// finite with its truncation in range for an integer type (NaN and inf overflow), in
+    /// range or inf/NaN for a float type. Bool takes anything, and so does a bool value.
     pub fn overflows(self, dtype: DType) -> bool {
         let (lo, hi) = match dtype {
             DType::Bool => return false,
@@ -242,7 +242,9 @@ impl Scalar {
                 if dtype.is_floating_point() {
                     x.is_finite() && (x < lo || x > hi)
                 } else {
-                    x.is_nan() || x < lo || x > hi
+                    // Converted by truncation, so what must fit is the truncated value:
+                    // 127.9 becomes int8 127, -0.5 does not become uint8 (PyTorch 2.15).
+                    x.is_nan() || x < lo || x >= hi + 1.0
                 }
             }
         }

@@ -263,16 +263,25 @@ def _logical_method(op, name):
 
 # ------------------------------------------------------------------------ fmax and fmin
 
+def _nan_ignoring(input, other, keep):
+    """fmax (``keep`` ">=") or fmin ("<="): where one operand is NaN the other is taken;
+    elsewhere maximum / minimum, whose gradient splits ties evenly (PyTorch 2.15)."""
+    dtype = _result_type(input, other)
+    a, b = input.to(dtype), other.to(dtype)
+    if not dtype.is_floating_point:
+        take_a = a >= b if keep == ">=" else a <= b
+        return _C.where(take_a, a, b)
+    both = a.maximum(b) if keep == ">=" else a.minimum(b)
+    return _C.where(b.isnan(), a, _C.where(a.isnan(), b, both))
+
+
 def fmax(input, other, *, out=None):
     """Elementwise maximum ignoring NaN: where one operand is NaN, the other is taken (NaN
-    only where both are). The gradient goes to ``input`` where it is taken (ties included),
-    as PyTorch."""
+    only where both are). At ties the gradient is split evenly, as PyTorch."""
     if not isinstance(other, Tensor):
         raise TypeError("fmax(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
-    take_input = (input >= other).logical_or(other.isnan())
-    dtype = _result_type(input, other)
-    return _out(_C.where(take_input, input.to(dtype), other.to(dtype)), out)
+    return _out(_nan_ignoring(input, other, ">="), out)
 
 
 def fmin(input, other, *, out=None):
@@ -280,9 +289,7 @@ def fmin(input, other, *, out=None):
     if not isinstance(other, Tensor):
         raise TypeError("fmin(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
-    take_input = (input <= other).logical_or(other.isnan())
-    dtype = _result_type(input, other)
-    return _out(_C.where(take_input, input.to(dtype), other.to(dtype)), out)
+    return _out(_nan_ignoring(input, other, "<="), out)
 
 
 # ------------------------------------------------------------------------- split family

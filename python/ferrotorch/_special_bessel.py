@@ -460,14 +460,60 @@ def _no_grad(fn):
     return run
 
 
-bessel_j0 = _no_grad(_j0)
-bessel_j1 = _no_grad(_j1)
-bessel_y0 = _no_grad(_y0)
-bessel_y1 = _no_grad(_y1)
-modified_bessel_i0 = _no_grad(_i0_cephes)
-modified_bessel_i1 = _no_grad(_modified_bessel_i1)
-modified_bessel_k0 = _no_grad(lambda x: _k_parts(x, 0, False))
-modified_bessel_k1 = _no_grad(lambda x: _k_parts(x, 1, False))
+def _differentiable(node, value, derivative):
+    """``value(x)`` as an autograd Function recorded as ``node`` (PyTorch's name) whose
+    backward multiplies by ``derivative(x)``, itself written with differentiable functions (so
+    double backward works)."""
+
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return value(x)
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * derivative(x)
+
+    cls = type(node, (Function,), {"forward": staticmethod(forward),
+                                   "backward": staticmethod(backward),
+                                   "_node_name": node + "Backward0"})
+    fn = cls.apply
+    return fn
+
+
+def _order1_derivative(order0, order1, sign, at_zero):
+    """d/dx of an order-1 Bessel function: ``sign * order0(x) - order1(x) / x`` (its limit
+    ``at_zero`` at 0, as PyTorch)."""
+
+    def d(x):
+        safe = _C.where(x == 0, _full(1.0, x), x)
+        return _where(x == 0, at_zero, order0(x) * sign - order1(x) / safe)
+
+    return d
+
+
+# PyTorch (2.15) differentiates these: d j0 = -j1, d y0 = -y1, d i0 = i1, d k0 = -k1, and the
+# order-1 functions through the recurrences.
+bessel_j0 = _differentiable("SpecialBesselJ0", _j0, lambda x: -bessel_j1(x))
+bessel_j1 = _differentiable("SpecialBesselJ1", _j1,
+                            _order1_derivative(lambda x: bessel_j0(x), lambda x: bessel_j1(x),
+                                               1.0, 0.5))
+bessel_y0 = _differentiable("SpecialBesselY0", _y0, lambda x: -bessel_y1(x))
+bessel_y1 = _differentiable("SpecialBesselY1", _y1,
+                            _order1_derivative(lambda x: bessel_y0(x), lambda x: bessel_y1(x),
+                                               1.0, float("inf")))
+modified_bessel_i0 = _differentiable("SpecialModifiedBesselI0", _i0_cephes,
+                                     lambda x: modified_bessel_i1(x))
+modified_bessel_i1 = _differentiable(
+    "SpecialModifiedBesselI1", _modified_bessel_i1,
+    _order1_derivative(lambda x: modified_bessel_i0(x), lambda x: modified_bessel_i1(x),
+                       1.0, 0.5))
+modified_bessel_k0 = _differentiable("SpecialModifiedBesselK0",
+                                     lambda x: _k_parts(x, 0, False),
+                                     lambda x: -modified_bessel_k1(x))
+modified_bessel_k1 = _differentiable(
+    "SpecialModifiedBesselK1", lambda x: _k_parts(x, 1, False),
+    _order1_derivative(lambda x: modified_bessel_k0(x), lambda x: modified_bessel_k1(x),
+                       -1.0, float("-inf")))
 scaled_modified_bessel_k0 = _no_grad(lambda x: _k_parts(x, 0, True))
 scaled_modified_bessel_k1 = _no_grad(lambda x: _k_parts(x, 1, True))
 spherical_bessel_j0 = _no_grad(_spherical_j0)

@@ -263,6 +263,10 @@ def erfcx(input, *, out=None):
     return _out(_sb.erfcx(_floating(input)), out)
 
 
+_NOT_DIFFERENTIABLE = ("scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+                       "spherical_bessel_j0")
+
+
 def _bessel(name, doc):
     impl = getattr(_sb, name)
 
@@ -270,7 +274,8 @@ def _bessel(name, doc):
         return _out(impl(_floating(input)), out)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc + " Not differentiable (as in PyTorch: the result does not require grad)."
+    fn.__doc__ = doc + (" Not differentiable (as in PyTorch: the result does not require grad)."
+                        if name in _NOT_DIFFERENTIABLE else " Differentiable, as in PyTorch.")
     return fn
 
 

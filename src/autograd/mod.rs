@@ -10,11 +10,16 @@ pub mod engine;
 pub(crate) mod formula;
 pub mod grad_mode;
 pub mod node;
+pub mod saved;
 
 pub use engine::{backward, grad};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use node::{
     BackwardFn, Edge, HookFn, Node, NodePostHookFn, NodePreHookFn, PostAccumulateHookFn,
+};
+pub use saved::{
+    pop_saved_tensors_hooks, push_saved_tensors_hooks, take_pending_save_error, SavedTensor,
+    SavedTensorHooks, INFERENCE_SAVED_MSG,
 };
 
 use crate::cpu::strided;
@@ -144,68 +149,6 @@ pub fn record_unary_output(
         );
     }
     out
-}
-
-/// A tensor saved for backward, with the storage version at save time so that a later
-/// in-place modification is detected.
-pub struct SavedTensor {
-    tensor: Tensor,
-    version: u64,
-    node_name: &'static str,
-}
-
-/// PyTorch's error for an inference tensor saved for backward.
-pub const INFERENCE_SAVED_MSG: &str = "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.";
-
-/// Set when an op saved an inference tensor for backward. The recording functions return
-/// nothing (changing that touches every op), so the op finishes and its caller reports the
-/// error instead of the result: [`take_inference_save_error`], called by the Python
-/// bindings after each op. The global flag lets that check skip the thread-local read.
-static INFERENCE_SAVED_ANY: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-thread_local! {
-    static INFERENCE_SAVED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// The pending "Inference tensors cannot be saved for backward" error of this thread's last
-/// op, if any (cleared by the call).
-pub fn take_inference_save_error() -> Option<Error> {
-    if !INFERENCE_SAVED_ANY.load(Ordering::Relaxed) {
-        return None;
-    }
-    INFERENCE_SAVED
-        .with(|c| c.replace(false))
-        .then(|| Error::Runtime(INFERENCE_SAVED_MSG.into()))
-}
-
-impl SavedTensor {
-    pub fn new(t: &Tensor, node_name: &'static str) -> Self {
-        // In inference mode nothing is meant to be recorded (PyTorch records nothing there
-        // even under enable_grad), so only a save outside it is an error.
-        if t.is_inference() && !grad_mode::is_inference_mode_enabled() {
-            INFERENCE_SAVED.with(|c| c.set(true));
-            INFERENCE_SAVED_ANY.store(true, Ordering::Relaxed);
-        }
-        SavedTensor {
-            tensor: t.clone(),
-            version: t.storage().version(),
-            node_name,
-        }
-    }
-    /// The saved tensor, or PyTorch's in-place modification error.
-    pub fn get(&self) -> Result<&Tensor> {
-        let now = self.tensor.storage().version();
-        if now != self.version {
-            return Err(Error::Runtime(format!(
-                "one of the variables needed for gradient computation has been modified by an inplace operation: [{} {:?}], which is used by {}, is at version {now}; expected version {} instead. Hint: the operation that failed was an in-place op on a tensor saved for backward; use an out-of-place op or .clone() first.",
-                self.tensor.dtype().torch_name(),
-                self.tensor.shape(),
-                self.node_name,
-                self.version
-            )));
-        }
-        Ok(&self.tensor)
-    }
 }
 
 impl Tensor {

@@ -2,9 +2,9 @@
 //!
 //! For a 2-d floating-point input it computes `bias` broadcast into the output buffer and the
 //! product accumulated on top of it in one `gemm` call (the transposed weight is read through
-//! its strides, never copied), and records ONE node (`AddmmBackward0`, or `MmBackward0`
-//! without bias, like PyTorch) whose edges go straight to `input`, `weight` and `bias`. Its
-//! backward produces each gradient in its final layout: `grad_input = g @ W`,
+//! its strides, never copied), and records PyTorch's nodes: `AddmmBackward0` (or
+//! `MmBackward0` without bias) with edges to `bias`, `input` and a `TBackward0` of the
+//! weight. Its backward produces each gradient in its final layout: `grad_input = g @ W`,
 //! `grad_weight = g.T @ x` (contiguous `(out, in)`, so no transposing copy is needed when it
 //! is accumulated into `weight.grad`) and `grad_bias = g.sum(0)`. The formulas are public
 //! differentiable ops, so double backward (`create_graph=True`) works.
@@ -47,19 +47,27 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
 }
 
 /// The fused 2-d case (shapes and dtypes already checked by [`linear`]).
+///
+/// The graph has PyTorch's shape: `AddmmBackward0(bias, input, TBackward0(weight))` (or
+/// `MmBackward0(input, TBackward0(weight))`), so graph walks (torchviz) see the same nodes.
+/// The gradient handed to `TBackward0` is the transposed view of a contiguous `g.T @ x`, so
+/// the weight still receives a contiguous `(out, in)` gradient with no copy.
 fn linear_2d(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let one = Scalar::Int(1);
+    // Records TBackward0 when the weight needs a gradient (a view: nothing is copied).
+    let wt = w.t()?;
     let out = no_grad(|| -> Result<Tensor> {
-        let wt = w.t()?;
         match bias {
             Some(b) => b.addmm(x, &wt, one, one),
             None => x.mm(&wt),
         }
     })?;
-    let mut inputs = vec![x, w];
+    let mut inputs = Vec::with_capacity(3);
     if let Some(b) = bias {
         inputs.push(b);
     }
+    inputs.push(x);
+    inputs.push(&wt);
     if !needs_grad(&inputs) {
         return Ok(out);
     }
@@ -68,7 +76,7 @@ fn linear_2d(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     } else {
         "MmBackward0"
     };
-    let (need_x, need_w) = (x.requires_grad(), w.requires_grad());
+    let (need_x, need_w) = (x.requires_grad(), wt.requires_grad());
     let need_b = bias.is_some_and(|b| b.requires_grad());
     let has_bias = bias.is_some();
     // Only what the requested gradients read is kept alive.
@@ -84,14 +92,6 @@ fn linear_2d(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
                 return Ok(vec![None; n_in]);
             };
             let mut res = Vec::with_capacity(n_in);
-            res.push(match &saved_w {
-                Some(sw) => Some(g.mm(sw.get()?)?),
-                None => None,
-            });
-            res.push(match &saved_x {
-                Some(sx) => Some(g.t()?.mm(sx.get()?)?),
-                None => None,
-            });
             if has_bias {
                 res.push(if need_b {
                     Some(g.sum(Some(&[0i64][..]), false, None)?)
@@ -99,6 +99,16 @@ fn linear_2d(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
                     None
                 });
             }
+            res.push(match &saved_w {
+                Some(sw) => Some(g.mm(sw.get()?)?),
+                None => None,
+            });
+            // d(x @ W.T)/d(W.T) = x.T @ g, produced as (g.T @ x).T so that TBackward0 turns
+            // it back into the contiguous (out, in) buffer.
+            res.push(match &saved_x {
+                Some(sx) => Some(g.t()?.mm(sx.get()?)?.t()?),
+                None => None,
+            });
             Ok(res)
         }),
     );

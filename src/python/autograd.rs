@@ -16,9 +16,36 @@ use std::sync::{Arc, Mutex};
 /// (`AddmmBackward0`, `AccumulateGrad`, ...) made in `ferrotorch/autograd/graph.py`, which is
 /// PyTorch's `torch.autograd.graph.Node`. A subclass is built from another node (`cls(node)`),
 /// so every grad_fn object is an instance of its name's class holding the same Rust node.
-#[pyclass(name = "Node", module = "ferrotorch.autograd.graph", subclass, frozen)]
+#[pyclass(
+    name = "Node",
+    module = "ferrotorch.autograd.graph",
+    subclass,
+    frozen,
+    weakref
+)]
 pub struct PyNode {
     pub node: Arc<Node>,
+}
+
+/// What the binding keeps with a Rust node: its `metadata` dict, and a weak reference to its
+/// Python object so that `t.grad_fn is t.grad_fn` holds while that object lives (PyTorch).
+/// Weak, because the object holds the node: a strong reference would be a cycle.
+#[derive(Default)]
+struct NodeBinding {
+    metadata: std::sync::OnceLock<Py<PyDict>>,
+    object: Mutex<Option<Py<PyWeakrefReference>>>,
+}
+
+fn binding_of(node: &Node) -> PyResult<&NodeBinding> {
+    node.extra_or_init(|| Box::new(NodeBinding::default()))
+        .downcast_ref::<NodeBinding>()
+        .ok_or_else(|| PyRuntimeError::new_err("node binding data holds another type"))
+}
+
+/// The live Python object of a node, if one was made and is still referenced.
+fn live_node_object<'py>(py: Python<'py>, binding: &NodeBinding) -> Option<Bound<'py, PyAny>> {
+    let slot = binding.object.lock().unwrap_or_else(|e| e.into_inner());
+    slot.as_ref().and_then(|w| w.bind(py).upgrade())
 }
 
 /// `ferrotorch.autograd.graph._node_class`: the (cached) Python class of a node name.
@@ -32,9 +59,21 @@ pub(crate) fn node_object(py: Python<'_>, node: Arc<Node>) -> PyResult<Bound<'_,
             .getattr("_node_class")?
             .unbind())
     })?;
+    let binding = binding_of(&node)?;
+    if let Some(obj) = live_node_object(py, binding) {
+        return Ok(obj);
+    }
+    // Made without holding the lock: building the object runs Python code, which may let
+    // another thread in.
     let cls = class_of.bind(py).call1((node.name(),))?;
-    let handle = Bound::new(py, PyNode { node })?;
-    cls.call1((handle,))
+    let handle = Bound::new(py, PyNode { node: node.clone() })?;
+    let obj = cls.call1((handle,))?;
+    let mut slot = binding.object.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(other) = slot.as_ref().and_then(|w| w.bind(py).upgrade()) {
+        return Ok(other);
+    }
+    *slot = Some(PyWeakrefReference::new(&obj)?.unbind());
+    Ok(obj)
 }
 
 #[pymethods]
@@ -69,13 +108,12 @@ impl PyNode {
     /// A dict kept with the node (PyTorch's `Node.metadata`): the same dict on every access.
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let extra = self
-            .node
-            .extra_or_init(|| Box::new(PyDict::new(py).unbind()));
-        match extra.downcast_ref::<Py<PyDict>>() {
-            Some(d) => Ok(d.bind(py).clone()),
-            None => Err(PyRuntimeError::new_err("node metadata holds another type")),
-        }
+        let binding = binding_of(&self.node)?;
+        Ok(binding
+            .metadata
+            .get_or_init(|| PyDict::new(py).unbind())
+            .bind(py)
+            .clone())
     }
     /// For AccumulateGrad nodes (the `variable` property of that class): the leaf, as the
     /// Python object it was made `requires_grad` through when that is still alive.
@@ -278,7 +316,7 @@ impl PyHookHandle {
     }
 }
 
-fn py_err_to_error(py: Python<'_>, e: PyErr) -> Error {
+pub(crate) fn py_err_to_error(py: Python<'_>, e: PyErr) -> Error {
     let ty = e
         .get_type(py)
         .name()

@@ -567,8 +567,68 @@ fn softplus(
     Ok(run(py, t.numel(), || t.softplus(beta, threshold))?.into())
 }
 
+/// `leaky_relu(input, negative_slope)` (one fused op; the in-place form copies back).
+#[pyfunction]
+fn leaky_relu(
+    py: Python<'_>,
+    input: PyRef<'_, PyTensor>,
+    negative_slope: f64,
+) -> PyResult<PyTensor> {
+    let t = &input.inner;
+    Ok(run(py, t.numel(), || t.leaky_relu(negative_slope))?.into())
+}
+
+/// `elu(input, alpha, scale, input_scale, celu)`: elu, selu (scale != 1) and celu
+/// (`input_scale = 1 / alpha`, node CeluBackward0).
+#[pyfunction]
+#[pyo3(signature = (input, alpha, scale=1.0, input_scale=1.0, celu=false))]
+fn elu(
+    py: Python<'_>,
+    input: PyRef<'_, PyTensor>,
+    alpha: f64,
+    scale: f64,
+    input_scale: f64,
+    celu: bool,
+) -> PyResult<PyTensor> {
+    let t = &input.inner;
+    let p = crate::tensor::EluParams {
+        alpha,
+        scale,
+        input_scale,
+    };
+    let node = if celu {
+        "CeluBackward0"
+    } else {
+        "EluBackward0"
+    };
+    Ok(run(py, t.numel(), || t.elu(p, node))?.into())
+}
+
+#[pyfunction]
+fn hardsigmoid(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+    let t = &input.inner;
+    Ok(run(py, t.numel(), || t.hardsigmoid())?.into())
+}
+
+#[pyfunction]
+fn hardswish(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+    let t = &input.inner;
+    Ok(run(py, t.numel(), || t.hardswish())?.into())
+}
+
+#[pyfunction]
+fn log_sigmoid(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+    let t = &input.inner;
+    Ok(run(py, t.numel(), || t.log_sigmoid())?.into())
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gelu, m)?)?;
     m.add_function(wrap_pyfunction!(softplus, m)?)?;
+    m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
+    m.add_function(wrap_pyfunction!(elu, m)?)?;
+    m.add_function(wrap_pyfunction!(hardsigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(hardswish, m)?)?;
+    m.add_function(wrap_pyfunction!(log_sigmoid, m)?)?;
     Ok(())
 }

@@ -18,6 +18,7 @@ mod optim;
 mod parallel;
 mod random;
 mod reduce;
+mod saved_hooks;
 mod tensor;
 mod views;
 
@@ -49,15 +50,15 @@ impl From<Error> for PyErr {
 pub(crate) fn guarded<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => {
-            // An op that saved an inference tensor for backward fails as in PyTorch.
-            if let Some(e) = crate::autograd::take_inference_save_error() {
+            // An op whose save for backward failed (an inference tensor, a pack hook) fails.
+            if let Some(e) = crate::autograd::take_pending_save_error() {
                 return Err(e.into());
             }
             r.map_err(PyErr::from)
         }
         Err(p) => {
-            // A pending inference-save error belongs to the op that panicked.
-            let _ = crate::autograd::take_inference_save_error();
+            // A pending save error belongs to the op that panicked.
+            let _ = crate::autograd::take_pending_save_error();
             let msg = p
                 .downcast_ref::<String>()
                 .cloned()
@@ -106,6 +107,7 @@ fn ferrotorch_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor::register(m)?;
     numpy_interop::register(m)?;
     autograd::register(m)?;
+    saved_hooks::register(m)?;
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     views::register(m)?;
     creation::register(m)?;

@@ -660,6 +660,9 @@ impl PyTensor {
         let t = &self.inner;
         let v = setitem_value(value, t.dtype())?;
         check_index_put_dtypes(t, &idx, &v)?;
+        if let Some(Operand::Scalar(s)) = extract_operand(value) {
+            return run(py, t.numel(), || t.index_put_number_(&idx, s));
+        }
         run(py, t.numel(), || t.index_put_(&idx, &v, false))
     }
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

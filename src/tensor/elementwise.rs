@@ -1078,7 +1078,7 @@ fn zip_map_row_major<T: Element, U: Element>(
 }
 
 /// Map one tensor of element type `T` (the result laid out like it).
-fn map_one<T: Element, U: Element>(
+pub(super) fn map_one<T: Element, U: Element>(
     a: &Tensor,
     op: &'static str,
     f: impl Fn(T) -> U + Sync + Send,
@@ -1476,7 +1476,34 @@ impl Tensor {
     /// `beta x > threshold`. Floating point only.
     fn softplus_raw(&self, beta: f64, threshold: f64) -> Result<Tensor> {
         let dt = self.dtype();
-        require_float(dt, "softplus")?;
+        let on_cuda = self.device().is_cuda();
+        require_float(
+            dt,
+            if on_cuda {
+                "softplus_cuda"
+            } else {
+                "softplus_cpu"
+            },
+        )?;
+        if on_cuda {
+            // Device kernels; the exp of the linear region's elements is never taken, so
+            // nothing overflows.
+            return no_grad(|| -> Result<Tensor> {
+                let bx = self.binary_scalar(Scalar::Float(beta), BinaryOp::Mul, false)?;
+                let linear = bx.binary_scalar(Scalar::Float(threshold), BinaryOp::Gt, false)?;
+                let zero = TensorOrScalar::Scalar(Scalar::Float(0.0));
+                let safe = Tensor::where_cond(&linear, &zero, &TensorOrScalar::Tensor(bx))?;
+                let soft = safe
+                    .unary(UnaryOp::Exp)?
+                    .unary(UnaryOp::Log1p)?
+                    .binary_scalar(Scalar::Float(beta), BinaryOp::Div, false)?;
+                Tensor::where_cond(
+                    &linear,
+                    &TensorOrScalar::Tensor(self.clone()),
+                    &TensorOrScalar::Tensor(soft),
+                )
+            });
+        }
         let cd = dt.compute_dtype();
         let x = self.to_dtype(cd);
         let r = with_float_dtype!(
@@ -2053,7 +2080,7 @@ fn operand_tensors(xs: &[Option<&TensorOrScalar>]) -> Vec<Tensor> {
 /// Record `out`'s node. `backward(g, inputs)` returns one optional gradient per input, in any
 /// float dtype and broadcast shape: they are summed to each input's shape and cast to its
 /// dtype here; inputs that need no gradient get None.
-fn record_misc(
+pub(super) fn record_misc(
     name: &'static str,
     inputs: &[&Tensor],
     out: &Tensor,
@@ -2176,28 +2203,31 @@ impl Tensor {
         let out = self.clamp_raw(min, max)?;
         let (inputs, sl) = slots(self, &[min, max]);
         let (lo, hi) = (sl[0], sl[1]);
+        // PyTorch (2.15): the gradient passes strictly inside the bounds; where `self` equals
+        // a tensor bound it is split evenly between the two (as maximum/minimum split ties),
+        // where it equals a number bound it stops.
         record_misc("ClampBackward1", &inputs, &out, move |g, xs| {
             let x = &xs[0];
-            let mut within: Option<Tensor> = None;
+            let mut gx = g.clone();
             let mut grads = vec![None; xs.len()];
-            for (b, cmp, outside) in [
-                (lo, BinaryOp::Ge, BinaryOp::Lt),
-                (hi, BinaryOp::Le, BinaryOp::Gt),
+            for (b, inside, outside) in [
+                (lo, BinaryOp::Gt, BinaryOp::Lt),
+                (hi, BinaryOp::Lt, BinaryOp::Gt),
             ] {
                 let Some(b) = b else { continue };
                 let bv = b.get(xs);
-                let inside = gcmp(x, &bv, cmp)?;
-                within = Some(match within {
-                    None => inside,
-                    Some(w) => w.binary(&inside, BinaryOp::LogicalAnd)?,
-                });
-                if let Slot::Input(i) = b {
-                    grads[i] = Some(gmul(g, &gcmp(x, &bv, outside)?)?);
-                }
+                let passed = gmul(&gx, &gcmp(x, &bv, inside)?)?;
+                gx = match b {
+                    Slot::Scalar(_) => passed,
+                    Slot::Input(i) => {
+                        let tie = gcmp(x, &bv, BinaryOp::Eq)?;
+                        let g_tie = gmuls(&gmul(g, &tie)?, 0.5)?;
+                        grads[i] = Some(gadd(&gmul(g, &gcmp(x, &bv, outside)?)?, &g_tie)?);
+                        gadd(&passed, &gmuls(&gmul(&gx, &tie)?, 0.5)?)?
+                    }
+                };
             }
-            if let Some(w) = within {
-                grads[0] = Some(gmul(g, &w)?);
-            }
+            grads[0] = Some(gx);
             Ok(grads)
         });
         Ok(out)

@@ -343,7 +343,23 @@ impl Tensor {
 
     /// `self[idx] = value` (`accumulate`: `+=`, summing repeated indices).
     pub fn index_put_(&self, idx: &[TensorIndex], value: &Tensor, accumulate: bool) -> Result<()> {
-        if !accumulate && self.has_internal_overlap() {
+        self.index_put_checked_(idx, value, accumulate, true)
+    }
+
+    /// `self[idx] = number`: PyTorch (2.15) fills the indexed view (`fill_`), which may write
+    /// a tensor whose elements overlap (an `expand`), unlike a tensor value (`copy_`).
+    pub fn index_put_number_(&self, idx: &[TensorIndex], value: Scalar) -> Result<()> {
+        self.index_put_checked_(idx, &Tensor::scalar(value, self.dtype()), false, false)
+    }
+
+    fn index_put_checked_(
+        &self,
+        idx: &[TensorIndex],
+        value: &Tensor,
+        accumulate: bool,
+        refuse_overlap: bool,
+    ) -> Result<()> {
+        if refuse_overlap && !accumulate && self.has_internal_overlap() {
             // With basic indices only this is PyTorch's `self[idx].copy_(value)`, refused when
             // that view overlaps itself; advanced indices (a copy, not a view) may write it.
             let view = crate::no_grad(|| self.index_raw(idx))?;

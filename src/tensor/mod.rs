@@ -1,6 +1,7 @@
 //! `Tensor`: a cheap handle (`Arc`) to a storage plus a layout. Op methods are thin:
 //! validate -> promote/broadcast -> run a CPU kernel -> wrap the result.
 
+mod activation;
 pub mod creation;
 mod elementwise;
 mod elementwise_grad;
@@ -19,6 +20,7 @@ mod reduce_grad;
 mod sort;
 mod view;
 
+pub use activation::EluParams;
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use index::{TensorIndex, TensorOrScalar};
 pub use linalg::{Lstsq, MatrixNormOrd};

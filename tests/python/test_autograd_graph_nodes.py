@@ -39,8 +39,7 @@ def make_dot_like(M, outputs, params):
 
 
 def mlp_graph(M):
-    """A two-layer perceptron written with tensor ops (nn.Linear's fused node has no
-    TBackward0 of its own in ferrotorch: see the xfail in test_e2e_programs5.py)."""
+    """A two-layer perceptron written with tensor ops."""
     M.manual_seed(0)
     params = {"w1": M.nn.Parameter(M.randn(4, 3)), "b1": M.nn.Parameter(M.zeros(4)),
               "w2": M.nn.Parameter(M.randn(2, 4)), "b2": M.nn.Parameter(M.zeros(2))}
@@ -69,6 +68,29 @@ def test_make_dot_walk_names():
                       "TBackward0", "TanhBackward0", "b1(4,)", "b2(2,)", "w1(4, 3)", "w2(2, 4)"]
     assert ("w1(4, 3)", "TBackward0") in edges and ("b2(2,)", "AddBackward0") in edges
     assert len(edges) == 14
+
+
+def linear_module_graph(M):
+    """nn.Linear layers (with and without bias) as torchviz draws them: AddmmBackward0 /
+    MmBackward0 reach the weight through a TBackward0 node."""
+    M.manual_seed(0)
+    model = M.nn.Sequential(M.nn.Linear(3, 4), M.nn.ReLU(), M.nn.Linear(4, 2, bias=False))
+    out = model(M.ones(5, 3)).sum() + model(M.ones(2, 3)).mean()
+    return make_dot_like(M, [out], dict(model.named_parameters()))
+
+
+def test_linear_module_graph():
+    labels, edges = linear_module_graph(ferrotorch)
+    assert labels.count("TBackward0") == 4 and labels.count("AddmmBackward0") == 2
+    assert labels.count("MmBackward0") == 2
+    assert ("0.weight(4, 3)", "TBackward0") in edges
+    assert ("0.bias(4,)", "AddmmBackward0") in edges
+    assert ("TBackward0", "MmBackward0") in edges
+
+
+def test_linear_module_graph_matches_torch():
+    torch = _torch()
+    assert linear_module_graph(ferrotorch) == linear_module_graph(torch)
 
 
 def test_make_dot_walk_matches_torch():
@@ -106,6 +128,8 @@ def node_facts(M):
         "variable_stable": acc_w.variable is acc_w.variable,
         "eq": (y.grad_fn == y.grad_fn, y.grad_fn != z.grad_fn, len({y.grad_fn, y.grad_fn})),
         "leaf_grad_fn": w.grad_fn is None,
+        "identity": (y.grad_fn is y.grad_fn, fn.next_functions[0][0] is tanh1,
+                     z.grad_fn is tanh2, acc_w is (w * 3).grad_fn.next_functions[0][0]),
     }
 
 
@@ -125,6 +149,7 @@ def test_node_classes_and_variable():
         "variable_stable": True,
         "eq": (True, True, 1),
         "leaf_grad_fn": True,
+        "identity": (True, True, True, True),
     }
 
 

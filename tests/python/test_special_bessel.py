@@ -230,10 +230,41 @@ def test_gradients_known_values():
     np.testing.assert_allclose(x.grad.numpy(), expect, rtol=1e-14)
 
 
-@pytest.mark.parametrize("name", [n for n in sorted(CASES) if n not in ("i1", "i1e", "erfcx")])
+DIFFERENTIABLE_BESSEL = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+                         "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+                         "modified_bessel_k1"]
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(CASES)
+                                  if n not in ("i1", "i1e", "erfcx", *DIFFERENTIABLE_BESSEL)])
 def test_bessel_family_is_not_differentiable(name):
     x = ft.tensor([0.5, 2.0], dtype=ft.float64, requires_grad=True)
     assert not getattr(S, name)(x).requires_grad
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE_BESSEL)
+def test_bessel_gradcheck(name):
+    # y and k are defined for x > 0 only
+    pts = [0.3, 1.0, 2.5, 7.5, 8.5, 20.0]
+    if not name.startswith(("bessel_y", "modified_bessel_k")):
+        pts += [-12.0, -3.0, -0.4]
+    x = ft.tensor(pts, dtype=ft.float64, requires_grad=True)
+    assert gradcheck(getattr(S, name), (x,))
+    assert ft.autograd.gradgradcheck(getattr(S, name), (x,))
+    node = "Special" + "".join(w.capitalize() for w in name.split("_")) + "Backward0"
+    assert getattr(S, name)(x).grad_fn.name() == node  # PyTorch's names
+
+
+def test_bessel_gradients_at_zero_follow_torch():
+    x = ft.tensor([0.0], dtype=ft.float64, requires_grad=True)
+    got = {}
+    for name in DIFFERENTIABLE_BESSEL:
+        x.grad = None
+        getattr(S, name)(x).sum().backward()
+        got[name] = x.grad.item()
+    assert got == {"bessel_j0": 0.0, "bessel_j1": 0.5, "bessel_y0": math.inf,
+                   "bessel_y1": math.inf, "modified_bessel_i0": 0.0, "modified_bessel_i1": 0.5,
+                   "modified_bessel_k0": -math.inf, "modified_bessel_k1": -math.inf}
 
 
 @pytest.mark.cuda
@@ -283,9 +314,11 @@ def test_matches_torch(name, dtype):
     np.testing.assert_allclose(got[fin], expected[fin], **tol)
 
 
-@pytest.mark.parametrize("name", ["i1", "i1e", "erfcx"])
+@pytest.mark.parametrize("name", ["i1", "i1e", "erfcx", *DIFFERENTIABLE_BESSEL])
 def test_gradients_match_torch(name):
     torch = pytest.importorskip("torch")
+    if not getattr(torch.special, name)(torch.ones(1, requires_grad=True)).requires_grad:
+        pytest.skip("this PyTorch does not differentiate it (before 2.15)")
     rng = np.random.default_rng(12)
     x = np.concatenate([rng.uniform(-20, 20, 200), [0.0, 8.0, -8.0]])
     tx = torch.from_numpy(x.copy()).requires_grad_(True)
@@ -293,7 +326,8 @@ def test_gradients_match_torch(name):
     fx = ft.from_numpy(x.copy())
     fx.requires_grad_(True)
     getattr(S, name)(fx).sum().backward()
-    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-300)
+    tol = dict(rtol=1e-6, atol=2e-6) if name in _LOOSE else dict(rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), **tol)
 
 
 @pytest.mark.parametrize("name", [n for n in sorted(CASES) if n not in ("i1", "i1e", "erfcx")])

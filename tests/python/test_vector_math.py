@@ -155,4 +155,8 @@ def test_matches_torch_where_installed():
                      ("gelu", lambda m, t: m.nn.functional.gelu(t))]:
         ours = fn(ft, ft.from_numpy(x)).numpy()
         theirs = fn(torch, torch.from_numpy(x)).numpy()
-        np.testing.assert_allclose(ours, theirs, rtol=2e-6, atol=3e-7, err_msg=name)
+        # PyTorch's float32 GELU is 0.5*x*(1 + erf(x/sqrt(2))), which cancels for x < -2
+        # (absolute error up to ~1e-6 there, 16% relative at x = -4); ours keeps relative
+        # accuracy through erfc (checked against float64 above), so gelu compares absolutely.
+        atol = 2e-6 if name == "gelu" else 3e-7
+        np.testing.assert_allclose(ours, theirs, rtol=2e-6, atol=atol, err_msg=name)

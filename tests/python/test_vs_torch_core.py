@@ -1248,7 +1248,10 @@ LINALG = {
     "logdet_spd": lambda m, a, s: m.logdet(s),
     "cholesky": lambda m, a, s: m.linalg.cholesky(s),
     "cholesky_upper": lambda m, a, s: m.linalg.cholesky(s, upper=True),
-    "torch_cholesky": lambda m, a, s: m.cholesky(s),
+    # PyTorch 2.15 removed torch.cholesky (deprecated since 1.9); ferrotorch keeps it as
+    # linalg.cholesky for old programs
+    "torch_cholesky": lambda m, a, s: (m.cholesky(s) if m.__name__ == "ferrotorch"
+                                       else m.linalg.cholesky(s)),
     "cholesky_ex": lambda m, a, s: tuple(m.linalg.cholesky_ex(s)),
     "qr_recon": lambda m, a, s: (lambda q, r: (q @ r, m.triu(r).abs() - r.abs(),
                                               _orth_err(q) < 1e-4))(*m.linalg.qr(a)),

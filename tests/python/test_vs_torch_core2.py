@@ -328,7 +328,9 @@ CREATION = {
     "uint8_takes_minus_255": lambda m: m.tensor([-1, -255], dtype=m.uint8),
     "uint8_refuses_minus_256": lambda m: m.tensor([-256], dtype=m.uint8),
     "uint8_refuses_negative_float": lambda m: m.tensor([-0.5], dtype=m.uint8),
-    "int8_refuses_127_5": lambda m: m.tensor([127.5], dtype=m.int8),
+    "int8_truncates_127_9": lambda m: m.tensor([127.9, -128.0], dtype=m.int8),
+    "int8_refuses_128": lambda m: m.tensor([128.0], dtype=m.int8),
+    "int8_refuses_minus_128_5": lambda m: m.tensor([-128.5], dtype=m.int8),
     "int8_scalar_overflow": lambda m: m.tensor(200, dtype=m.int8),
     "nan_to_int32": lambda m: m.tensor([float("nan")], dtype=m.int32),
     "int32_float_overflow": lambda m: m.tensor([1e10], dtype=m.int32),
@@ -1187,6 +1189,7 @@ SCALAR_OVERFLOW = {
     # the same conversion elsewhere, and what it lets through
     "fill_minus_129": lambda m, a: a.clone().fill_(-129),
     "fill_float": lambda m, a: a.clone().fill_(127.5),
+    "fill_float_below": lambda m, a: a.clone().fill_(-128.5),
     "fill_nan": lambda m, a: a.clone().fill_(float("nan")),
     "fill_inf": lambda m, a: a.clone().fill_(float("inf")),
     "fill_empty": lambda m, a: a[:0].clone().fill_(300),

@@ -10,6 +10,7 @@ import inspect
 
 from ferrotorch import _C
 from ferrotorch.autograd.grad_mode import no_grad
+from ferrotorch.autograd.graph import _current_saved_tensors_hooks
 
 Tensor = _C.Tensor
 
@@ -41,9 +42,10 @@ class FunctionCtx:
                 "tensors after they have already been freed). Specify retain_graph=True if you "
                 "need to backward through the graph a second time."
             )
-        saved = tuple(t.unpack() if isinstance(t, _C._SavedOutput) else t for t in self._saved)
+        saved = tuple(t.unpack() if isinstance(t, (_C._SavedOutput, _PackedSaved)) else t
+                      for t in self._saved)
         for t, v in zip(saved, self._saved_versions):
-            if t is not None and t._version != v:
+            if t is not None and v is not None and t._version != v:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [{t.type()} {list(t.shape)}] is at version "
@@ -59,6 +61,25 @@ class FunctionCtx:
 
     def set_materialize_grads(self, value):
         self.materialize_grads = bool(value)
+
+
+class _PackedSaved:
+    """A saved tensor that a ``saved_tensors_hooks`` pack hook replaced: unpacked on every
+    read of ``ctx.saved_tensors``, as in PyTorch."""
+
+    __slots__ = ("_unpack_hook", "_packed")
+
+    def __init__(self, hooks, tensor):
+        pack_hook, self._unpack_hook = hooks
+        with no_grad():
+            self._packed = pack_hook(tensor)
+
+    def unpack(self):
+        t = self._unpack_hook(self._packed)
+        if not isinstance(t, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(t).__name__}")
+        return t
 
 
 class _FunctionMeta(type):
@@ -146,12 +167,20 @@ class Function(metaclass=_FunctionMeta):
                 )
             return [res[i] for i in tensor_positions]
 
-        _C._record_function(cls.__name__ + "Backward", backward_bridge, inputs, diff_outputs)
-        # Saved outputs (and dirty inputs, now outputs too) are kept without their new history.
-        ctx._saved = tuple(
-            _C._SavedOutput(t) if t is not None and any(t is o for o in outs) else t
-            for t in ctx._saved
-        )
+        node_name = getattr(cls, "_node_name", None) or cls.__name__ + "Backward"
+        _C._record_function(node_name, backward_bridge, inputs, diff_outputs)
+        hooks = _current_saved_tensors_hooks()
+        if hooks is not None:
+            # saved_tensors_hooks: keep what the pack hook returns (no version check then).
+            ctx._saved = tuple(None if t is None else _PackedSaved(hooks, t) for t in ctx._saved)
+            ctx._saved_versions = (None,) * len(ctx._saved)
+        else:
+            # Saved outputs (and dirty inputs, now outputs too) are kept without their new
+            # history.
+            ctx._saved = tuple(
+                _C._SavedOutput(t) if t is not None and any(t is o for o in outs) else t
+                for t in ctx._saved
+            )
         if not is_tuple:
             return outs[0]
         return tuple(outs)

@@ -87,15 +87,14 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """x if x >= 0 else negative_slope * x."""
-    x = _inplace_src(input, inplace)
-    out = x.relu() - (-x).relu() * negative_slope
+    """x if x > 0 else negative_slope * x (one fused op; the gradient at 0 is the slope)."""
+    out = _C.leaky_relu(_inplace_src(input, inplace), negative_slope)
     return input.copy_(out) if inplace else out
 
 
 def prelu(input, weight):
-    """x if x >= 0 else weight * x, with ``weight`` (one value, or one per channel, dim 1)
-    learnable."""
+    """x if x > 0 else weight * x, with ``weight`` (one value, or one per channel, dim 1)
+    learnable. At 0 the input's gradient is ``weight``, as PyTorch."""
     if weight.numel() != 1:
         if input.ndim < 2 or input.shape[1] != weight.numel():
             raise RuntimeError(
@@ -103,7 +102,7 @@ def prelu(input, weight):
                 f"numbers = {weight.numel()} and channel size = "
                 f"{input.shape[1] if input.ndim >= 2 else 1}.")
         weight = weight.reshape(-1, *([1] * (input.ndim - 2)))
-    return input.relu() - (-input).relu() * weight
+    return _C.where(input > 0, input, input * weight)
 
 
 def glu(input, dim=-1):
@@ -118,23 +117,20 @@ def glu(input, dim=-1):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """x if x > 0 else alpha * (exp(x) - 1)."""
-    x = _inplace_src(input, inplace)
-    neg = (x.minimum(_scalar(0.0, x)).exp() - 1) * alpha
-    out = x.relu() + neg
+    """x if x > 0 else alpha * (exp(x) - 1) (one fused op)."""
+    out = _C.elu(_inplace_src(input, inplace), alpha)
     return input.copy_(out) if inplace else out
 
 
 def selu(input, inplace=False):
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
-    out = elu(_inplace_src(input, inplace), alpha) * scale
+    out = _C.elu(_inplace_src(input, inplace), alpha, scale)
     return input.copy_(out) if inplace else out
 
 
 def celu(input, alpha=1.0, inplace=False):
-    x = _inplace_src(input, inplace)
-    out = x.relu() + ((x.minimum(_scalar(0.0, x)) / alpha).exp() - 1) * alpha
+    out = _C.elu(_inplace_src(input, inplace), alpha, 1.0, 1.0 / alpha, celu=True)
     return input.copy_(out) if inplace else out
 
 
@@ -149,12 +145,8 @@ def silu(input, inplace=False):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta * x)) / beta, computed stably (linear above ``threshold``)."""
-    z = input * beta if beta != 1 else input
-    out = (-z.abs()).exp().log1p() + z.relu()
-    lin = _float_mask(z > threshold, input)
-    out = out * (1 - lin) + z * lin
-    return out / beta if beta != 1 else out
+    """log(1 + exp(beta * x)) / beta, linear where ``beta * x > threshold`` (one fused op)."""
+    return _C.softplus(input, beta, threshold)
 
 
 def mish(input, inplace=False):
@@ -173,8 +165,8 @@ def tanh(input):
 
 
 def logsigmoid(input):
-    """log(sigmoid(x)) = -softplus(-x), computed stably."""
-    return -softplus(-input)
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)) (one fused op)."""
+    return _C.log_sigmoid(input)
 
 
 def softsign(input):
@@ -186,13 +178,12 @@ def tanhshrink(input):
 
 
 def hardsigmoid(input, inplace=False):
-    out = hardtanh(_inplace_src(input, inplace) / 6 + 0.5, 0.0, 1.0)
+    out = _C.hardsigmoid(_inplace_src(input, inplace))
     return input.copy_(out) if inplace else out
 
 
 def hardswish(input, inplace=False):
-    x = _inplace_src(input, inplace)
-    out = x * hardsigmoid(x)
+    out = _C.hardswish(_inplace_src(input, inplace))
     return input.copy_(out) if inplace else out
 
 
