@@ -233,3 +233,17 @@ def test_double_backward_reaches_parameters_with_zeros(name):
     g.pow(2).sum().backward()
     assert b.grad is not None and b.grad.tolist() == [0.0, 0.0, 0.0]
     assert w.grad is not None
+
+
+def test_bce_with_logits_gradient_at_zero():
+    # d/dx = (sigmoid(x) - y) * weight term: exactly 0 at x = 0, y = 1/2
+    x = ft.tensor([0.0, 0.0, 2.0], dtype=ft.float64, requires_grad=True)
+    y = ft.tensor([0.5, 1.0, 0.0], dtype=ft.float64)
+    F.binary_cross_entropy_with_logits(x, y, reduction="sum").backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, -0.5, 1 / (1 + math.exp(-2))], rtol=1e-14)
+    x.grad = None
+    pw = ft.tensor([3.0, 3.0, 3.0], dtype=ft.float64)
+    F.binary_cross_entropy_with_logits(x, y, pos_weight=pw, reduction="sum").backward()
+    # (1 - y) - (1 + 2 y) sigmoid(-x)
+    np.testing.assert_allclose(x.grad.numpy(), [0.5 - 2 * 0.5, 0.0 - 3 * 0.5,
+                                                1 - 1 / (1 + math.exp(2))], rtol=1e-14)

@@ -739,13 +739,14 @@ class _BinaryCrossEntropy(Function):
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
     """BCE on ``sigmoid(input)`` computed stably:
-    ``(1 - y) x + (1 + (pos_weight - 1) y) (log(1 + exp(-|x|)) + max(-x, 0))``."""
+    ``(1 - y) x - (1 + (pos_weight - 1) y) log_sigmoid(x)`` (the fused log_sigmoid keeps the
+    gradient exact at 0, where it is ``sigmoid(0) - y``)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
             f"Target size ({target.shape}) must be the same as input size ({input.shape})"
         )
-    log_sig_neg = (-input.abs()).exp().log1p() + (-input).relu()  # = -log(sigmoid(x))
+    log_sig_neg = -_C.log_sigmoid(input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * log_sig_neg
