@@ -226,6 +226,34 @@ def case_unary(n, name):
     }
 
 
+def case_activation(n, name):
+    """An nn.functional activation on float32, forward and backward (fused single-pass
+    kernels with one saved tensor in ferrotorch)."""
+    a = rand(n, 5)
+
+    def lib_fn(lib, mode):
+        x = lib.from_numpy(a.copy())
+        fn = getattr(lib.nn.functional, name)
+        if mode == "fwd":
+            return lambda: fn(x)
+        x.requires_grad_(True)
+        g = lib.ones_like(x)
+
+        def step():
+            x.grad = None
+            fn(x).backward(g)
+        return step
+
+    return {
+        mode: {
+            "numpy": None,
+            "ferrotorch": (lambda m: lambda: lib_fn(ft, m))(mode),
+            "torch": (lambda m: lambda: lib_fn(torch, m))(mode),
+        }
+        for mode in ("fwd", "fwd+bwd")
+    }
+
+
 def case_scalar_mul(n):
     a = rand(n, 4)
     return {
@@ -414,6 +442,9 @@ def cases(quick):
     ]
     for name in ("exp", "log", "tanh", "sigmoid", "gelu"):
         out.append((f"{name} f32, {big // 1_000_000}M", case_unary(big, name), None))
+    for name in ("elu", "leaky_relu", "softplus", "hardswish", "logsigmoid"):
+        for mode, case in case_activation(big, name).items():
+            out.append((f"F.{name} f32 {mode}, {big // 1_000_000}M", case, None))
     out += [
         (f"sum f32, {big // 1_000_000}M", case_sum(big), None),
         (f"transpose().contiguous() {tn}x{tn}", case_transpose_contiguous(tn), None),

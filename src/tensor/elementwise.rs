@@ -2150,9 +2150,20 @@ fn gcmp(a: &Tensor, b: &TensorOrScalar, op: BinaryOp) -> Result<Tensor> {
         TensorOrScalar::Scalar(s) => a.binary_scalar(*s, op, false),
     }
 }
-/// `g * 0` (ops whose gradient is zero almost everywhere).
+/// Zeros like `g` (ops whose gradient is zero almost everywhere): real zeros, as PyTorch's
+/// `zeros_like(grad)`, so an infinite or NaN incoming gradient does not become NaN.
 fn gzero(g: &Tensor) -> Result<Tensor> {
-    gmuls(g, 0.0)
+    Tensor::full_on(g.device(), g.shape(), Scalar::Int(0), g.dtype())
+}
+
+/// `g` where `mask`, else 0: a selection, as PyTorch's masked gradients (threshold_backward,
+/// clamp_backward), so an infinite or NaN `g` outside the mask gives 0, not NaN.
+fn gselect(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
+    Tensor::where_cond(
+        mask,
+        &TensorOrScalar::Tensor(g.clone()),
+        &TensorOrScalar::Scalar(Scalar::Int(0)),
+    )
 }
 
 /// A tensor-or-scalar operand captured by a backward closure: scalars by value, tensors by
@@ -2216,14 +2227,14 @@ impl Tensor {
             ] {
                 let Some(b) = b else { continue };
                 let bv = b.get(xs);
-                let passed = gmul(&gx, &gcmp(x, &bv, inside)?)?;
+                let passed = gselect(&gcmp(x, &bv, inside)?, &gx)?;
                 gx = match b {
                     Slot::Scalar(_) => passed,
                     Slot::Input(i) => {
                         let tie = gcmp(x, &bv, BinaryOp::Eq)?;
-                        let g_tie = gmuls(&gmul(g, &tie)?, 0.5)?;
-                        grads[i] = Some(gadd(&gmul(g, &gcmp(x, &bv, outside)?)?, &g_tie)?);
-                        gadd(&passed, &gmuls(&gmul(&gx, &tie)?, 0.5)?)?
+                        let g_tie = gmuls(&gselect(&tie, g)?, 0.5)?;
+                        grads[i] = Some(gadd(&gselect(&gcmp(x, &bv, outside)?, g)?, &g_tie)?);
+                        gadd(&passed, &gmuls(&gselect(&tie, &gx)?, 0.5)?)?
                     }
                 };
             }

@@ -256,7 +256,10 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
             let u = |o: UnaryOp| x.unary(o);
             let gx = match op {
                 Abs => mul(g, &u(Sign)?)?,
-                Sign | Floor | Ceil | Round | Trunc => muls(g, 0.0)?,
+                // zeros_like(grad), as PyTorch (not g * 0: an inf or NaN g stays harmless)
+                Sign | Floor | Ceil | Round | Trunc => {
+                    Tensor::full_on(g.device(), g.shape(), Scalar::Int(0), g.dtype())?
+                }
                 Log => div(g, x)?,
                 Log2 => div(g, &muls(x, std::f64::consts::LN_2)?)?,
                 Log10 => div(g, &muls(x, std::f64::consts::LN_10)?)?,
@@ -515,7 +518,15 @@ pub(crate) fn record_to_device(x: &Tensor, out: &Tensor) {
 /// optimizers then treat them alike (weight decay, momentum).
 fn relu_backward_recorded(g: &Tensor, x: &Tensor) -> Result<Tensor> {
     let mask = x.binary_scalar(Scalar::Float(0.0), BinaryOp::Gt, false)?;
-    let out = crate::autograd::no_grad(|| mul(g, &mask))?;
+    // a selection, not `g * mask`: an inf or NaN gradient where x <= 0 gives 0 (PyTorch)
+    let select = |t: &Tensor, mask: &Tensor| {
+        Tensor::where_cond(
+            mask,
+            &TensorOrScalar::Tensor(t.clone()),
+            &TensorOrScalar::Scalar(Scalar::Int(0)),
+        )
+    };
+    let out = crate::autograd::no_grad(|| select(g, &mask))?;
     if needs_grad(&[g, x]) {
         let x_like = (x.shape().to_vec(), x.dtype(), x.device());
         record(
@@ -528,7 +539,7 @@ fn relu_backward_recorded(g: &Tensor, x: &Tensor) -> Result<Tensor> {
                 };
                 let (shape, dt, dev) = &x_like;
                 let zeros = Tensor::full_on(*dev, shape, Scalar::Int(0), *dt)?;
-                Ok(vec![Some(mul(gg, &mask)?), Some(zeros)])
+                Ok(vec![Some(select(gg, &mask)?), Some(zeros)])
             }),
         );
     }

@@ -5,8 +5,10 @@
 use super::reduce::reduce_mask;
 use super::{BinaryOp, Tensor, UnaryOp};
 pub(crate) use crate::autograd::formula::{add, div, mul, muls, sub};
+use crate::autograd::Node;
 use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, SavedTensor, Saves};
 use crate::{no_grad, DType, Result, Scalar};
+use std::sync::{Arc, OnceLock, Weak};
 
 /// Cast `g` to `dt` when it differs.
 pub(crate) fn to_dt(g: Tensor, dt: DType) -> Result<Tensor> {
@@ -530,18 +532,18 @@ impl Tensor {
     /// Softmax along `dim` (numerically stable; `dtype` casts the input first).
     pub fn softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         let out = no_grad(|| self.softmax_raw(dim, dtype))?;
-        self.record_softmax(dim, dtype, false, &out);
+        self.record_softmax(dim, false, &out);
         Ok(out)
     }
 
     /// Log-softmax along `dim`.
     pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         let out = no_grad(|| self.log_softmax_raw(dim, dtype))?;
-        self.record_softmax(dim, dtype, true, &out);
+        self.record_softmax(dim, true, &out);
         Ok(out)
     }
 
-    fn record_softmax(&self, dim: i64, dtype: Option<DType>, log: bool, out: &Tensor) {
+    fn record_softmax(&self, dim: i64, log: bool, out: &Tensor) {
         if !needs_grad(&[self]) {
             return;
         }
@@ -550,22 +552,21 @@ impl Tensor {
         } else {
             "SoftmaxBackward0"
         };
-        let saved = SavedTensor::new(self, name);
+        // Only the result is saved, as PyTorch (half the memory of keeping the input too).
+        // Under create_graph it is given back its place in the graph (this node, held weakly
+        // to avoid a cycle), so double backward differentiates through it.
         let od = SavedTensor::new(&out.detach(), name);
+        let this: Arc<OnceLock<Weak<Node>>> = Arc::default();
+        let this_node = this.clone();
         let nd = self.ndim();
         record1(name, self, out, move |g| {
             if nd == 0 {
                 return muls(g, 0.0);
             }
-            let y = if is_grad_enabled() {
-                let x = saved.get()?;
-                if log {
-                    x.log_softmax(dim, dtype)?
-                } else {
-                    x.softmax(dim, dtype)?
-                }
-            } else {
-                od.get()?.clone()
+            let y = od.get()?;
+            let y = match this_node.get().and_then(Weak::upgrade) {
+                Some(node) if is_grad_enabled() => y.detach().with_grad_fn(node, 0),
+                _ => y.clone(),
             };
             if log {
                 let s = g.sum(Some(&[dim]), true, None)?;
@@ -576,6 +577,9 @@ impl Tensor {
                 sub(&gy, &mul(&y, &s)?)
             }
         });
+        if let Some(node) = out.grad_fn() {
+            let _ = this.set(Arc::downgrade(&node));
+        }
     }
 }
 

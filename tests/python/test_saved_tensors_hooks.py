@@ -43,6 +43,8 @@ def pack_counts(M):
         "add": lambda: x + y,
         "sum": lambda: x.sum(),
         "matmul": lambda: x.reshape(1, 3) @ y.reshape(3, 1),
+        "softmax": lambda: x.softmax(0),  # only the result, as PyTorch
+        "log_softmax": lambda: x.log_softmax(0),
     }
     for name, f in cases.items():
         log = []
@@ -57,7 +59,7 @@ def pack_counts(M):
 def test_pack_and_unpack_counts_of_simple_ops():
     assert pack_counts(ferrotorch) == {
         "mul_both": (2, 2), "mul_one": (1, 1), "exp": (1, 1), "sin": (1, 1),
-        "add": (0, 0), "sum": (0, 0), "matmul": (2, 2),
+        "add": (0, 0), "sum": (0, 0), "matmul": (2, 2), "softmax": (1, 1), "log_softmax": (1, 1),
     }
 
 

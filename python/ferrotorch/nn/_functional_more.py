@@ -68,9 +68,9 @@ def _check_long_target(target):
 
 
 def _log_sigmoid(x):
-    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))`` (PyTorch's formula, exact for every
-    ``x``; ``F.logsigmoid`` switches to the linear branch past its softplus threshold)."""
-    return -((-x.abs()).exp().log1p() + (-x).relu())
+    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))`` (the fused op: exact for every ``x``,
+    with the gradient ``sigmoid(-x)`` exact at 0 too)."""
+    return _C.log_sigmoid(x)
 
 
 # ---------------------------------------------------------------------------- losses
