@@ -99,6 +99,46 @@ pub fn ln_f32(x: f32) -> f32 {
     }
 }
 
+/// e^x - 1 for f32 with relative accuracy near 0 (about 2 ulp): the degree-9 Taylor
+/// polynomial below |x| = 1/2 (truncation under 1e-9 relative there), `exp_f32(x) - 1` above,
+/// where the subtraction loses at most a factor e^0.5 / (e^0.5 - 1) ~ 2.5 of an ulp. -0 stays
+/// -0, -inf gives -1, NaN propagates.
+#[inline(always)]
+pub fn expm1_f32(x: f32) -> f32 {
+    let mut p = 2.755_731_9e-6f32; // 1/9!
+    p = p * x + 2.480_158_7e-5; // 1/8!
+    p = p * x + 1.984_127e-4; // 1/7!
+    p = p * x + 1.388_888_9e-3; // 1/6!
+    p = p * x + 8.333_333e-3; // 1/5!
+    p = p * x + 4.166_666_8e-2; // 1/4!
+    p = p * x + 1.666_666_7e-1; // 1/3!
+    p = p * x + 0.5;
+    let poly = x + x * x * p;
+    let big = exp_f32(x) - 1.0;
+    if x == 0.0 {
+        x
+    } else if x.abs() < 0.5 {
+        poly
+    } else {
+        big
+    }
+}
+
+/// ln(1 + x) for f32 (about 2 ulp): `ln(u) * x / (u - 1)` with u = 1 + x rounded, which
+/// cancels the rounding of the sum (Goldberg's method); x itself where 1 + x rounds to 1.
+/// ln1p(-1) = -inf, x < -1 gives NaN, inf stays inf, NaN propagates.
+#[inline(always)]
+pub fn ln1p_f32(x: f32) -> f32 {
+    let u = 1.0 + x;
+    let d = u - 1.0;
+    let v = ln_f32(u) * (x / d);
+    if d == 0.0 || x == f32::INFINITY {
+        x
+    } else {
+        v
+    }
+}
+
 /// tanh(x) for f32 (Cephes' `tanhf`, about 2 ulp): an odd polynomial below |x| = 0.625,
 /// 1 - 2 / (e^2|x| + 1) with x's sign above it (which saturates to +-1 without overflow
 /// trouble: e^2|x| = inf gives exactly 1).
@@ -203,6 +243,10 @@ pub trait VecMath: Copy {
     fn verf(self) -> Self;
     /// GELU (the erf form).
     fn vgelu(self) -> Self;
+    /// e^x - 1, accurate near 0.
+    fn vexpm1(self) -> Self;
+    /// ln(1 + x), accurate near 0.
+    fn vln1p(self) -> Self;
 }
 
 impl VecMath for f32 {
@@ -226,6 +270,14 @@ impl VecMath for f32 {
     fn vgelu(self) -> f32 {
         gelu_f32(self)
     }
+    #[inline(always)]
+    fn vexpm1(self) -> f32 {
+        expm1_f32(self)
+    }
+    #[inline(always)]
+    fn vln1p(self) -> f32 {
+        ln1p_f32(self)
+    }
 }
 
 impl VecMath for f64 {
@@ -248,6 +300,14 @@ impl VecMath for f64 {
     #[inline(always)]
     fn vgelu(self) -> f64 {
         self * 0.5 * (1.0 + crate::math::erf(self * std::f64::consts::FRAC_1_SQRT_2))
+    }
+    #[inline(always)]
+    fn vexpm1(self) -> f64 {
+        self.exp_m1()
+    }
+    #[inline(always)]
+    fn vln1p(self) -> f64 {
+        self.ln_1p()
     }
 }
 
@@ -307,6 +367,25 @@ mod tests {
         assert!(ln_f32(f32::NAN).is_nan());
         assert_eq!(ln_f32(f32::INFINITY), f32::INFINITY);
         assert_eq!(ln_f32(1.0), 0.0);
+    }
+
+    #[test]
+    fn expm1_and_ln1p_keep_relative_accuracy_near_zero() {
+        let xs = grid(-20.0, 20.0, 0.001_3)
+            .chain(grid(-1e-3, 1e-3, 1.7e-7))
+            .chain([1e-30, -1e-30, 1e-8, -1e-8, 0.499_99, 0.5, -0.5]);
+        assert!(worst_ulp(xs, expm1_f32, f64::exp_m1) <= 3.0);
+        let ys = grid(-0.999, 30.0, 0.000_77)
+            .chain(grid(-1e-3, 1e-3, 1.3e-7))
+            .chain([1e-30, 1e-8, 1e20, 3e38]);
+        assert!(worst_ulp(ys, ln1p_f32, f64::ln_1p) <= 3.0);
+        assert_eq!(expm1_f32(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(expm1_f32(f32::NEG_INFINITY), -1.0);
+        assert_eq!(expm1_f32(f32::INFINITY), f32::INFINITY);
+        assert!(expm1_f32(f32::NAN).is_nan() && ln1p_f32(f32::NAN).is_nan());
+        assert_eq!(ln1p_f32(-1.0), f32::NEG_INFINITY);
+        assert!(ln1p_f32(-2.0).is_nan());
+        assert_eq!(ln1p_f32(f32::INFINITY), f32::INFINITY);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use super::elementwise::{map_one, record_misc};
 use super::index::TensorOrScalar;
 use super::Tensor;
 use crate::autograd::{needs_grad, record};
+use crate::cpu::vmath::VecMath;
 use crate::{BinaryOp, DType, Error, Result, Scalar, UnaryOp};
 
 /// The parameters of `elu`, `selu` and `celu`:
@@ -155,10 +156,18 @@ impl Tensor {
                 )?;
                 return Tensor::where_cond(&pos, &ts(scaled(self, scale)?), &ts(neg));
             }
-            let (f, d) = both_precisions!(|v: T| if v > 0.0 {
-                v * scale as T
-            } else {
-                (v * input_scale as T).exp_m1() * (alpha * scale) as T
+            // Both branches computed, then selected, so the loop vectorises. The negative one
+            // sees min(v, 0) (no overflow); it must not be a select on `v > 0` too, or the
+            // compiler merges the two into a branch. NaN is put back at the end.
+            let (f, d) = both_precisions!(|v: T| {
+                let pos = v * scale as T;
+                let neg = (v.min(0.0) * input_scale as T).vexpm1() * (alpha * scale) as T;
+                let r = if v > 0.0 { pos } else { neg };
+                if v.is_nan() {
+                    v
+                } else {
+                    r
+                }
             });
             fused_cpu(self, "elu", f, d)
         })?;
@@ -243,7 +252,7 @@ impl Tensor {
                 let low = self.clamp(None, Some(&num(0.0)))?;
                 return low.binary(&tail, BinaryOp::Sub);
             }
-            let (f, d) = both_precisions!(|v: T| v.min(0.0) - (-v.abs()).exp().ln_1p());
+            let (f, d) = both_precisions!(|v: T| v.min(0.0) - (-v.abs()).vexp().vln1p());
             fused_cpu(self, "log_sigmoid", f, d)
         })?;
         record_misc("LogSigmoidBackward0", &[self], &out, |g, xs| {

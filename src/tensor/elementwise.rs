@@ -5,6 +5,7 @@ use super::host_fallback::cuda_via_host;
 use super::Tensor;
 use crate::autograd::no_grad;
 use crate::cpu::strided;
+use crate::cpu::vmath::VecMath;
 use crate::dtype::{Category, ResultType};
 use crate::layout::broadcast_shapes;
 use crate::{
@@ -297,7 +298,9 @@ macro_rules! float_unary_fn {
             Round => $m!(|v: $T| float_unary(Round, v)),
             // The vectorisable transcendental ones (see `cpu::vmath`).
             Exp => $m!(|v: $T| float_unary(Exp, v)),
+            Expm1 => $m!(|v: $T| float_unary(Expm1, v)),
             Log => $m!(|v: $T| float_unary(Log, v)),
+            Log1p => $m!(|v: $T| float_unary(Log1p, v)),
             Tanh => $m!(|v: $T| float_unary(Tanh, v)),
             Sigmoid => $m!(|v: $T| float_unary(Sigmoid, v)),
             Silu => $m!(|v: $T| float_unary(Silu, v)),
@@ -346,11 +349,11 @@ fn float_unary<T: FloatElement>(op: UnaryOp, x: T) -> T {
         }
         Exp => x.vexp(),
         Exp2 => x.exp2(),
-        Expm1 => x.exp_m1(),
+        Expm1 => x.vexpm1(),
         Log => x.vln(),
         Log2 => x.log2(),
         Log10 => x.log10(),
-        Log1p => x.ln_1p(),
+        Log1p => x.vln1p(),
         Sqrt => x.sqrt(),
         Rsqrt => x.sqrt().recip(),
         Sin => x.sin(),
@@ -1515,7 +1518,7 @@ impl Tensor {
                     if v * b > th {
                         v
                     } else {
-                        (v * b).exp().ln_1p() / b
+                        (v * b).vexp().vln1p() / b
                     }
                 })?
             },
