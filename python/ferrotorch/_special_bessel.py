@@ -476,8 +476,7 @@ def _differentiable(node, value, derivative):
     cls = type(node, (Function,), {"forward": staticmethod(forward),
                                    "backward": staticmethod(backward),
                                    "_node_name": node + "Backward0"})
-    fn = cls.apply
-    return fn
+    return cls.apply
 
 
 def _order1_derivative(order0, order1, sign, at_zero):

@@ -1,7 +1,7 @@
 //! Small differentiable helpers so backward formulas read like maths. Each is one public
 //! Tensor op, so a formula written with them is itself recorded under `create_graph=True`.
 
-use crate::tensor::{BinaryOp, UnaryOp};
+use crate::tensor::{BinaryOp, TensorOrScalar, UnaryOp};
 use crate::{Result, Scalar, Tensor};
 
 pub(crate) fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -30,4 +30,18 @@ pub(crate) fn rsubs(a: &Tensor, k: f64) -> Result<Tensor> {
 }
 pub(crate) fn neg(a: &Tensor) -> Result<Tensor> {
     a.unary(UnaryOp::Neg)
+}
+/// `g` where `mask`, else 0: a selection, as PyTorch's masked gradients (threshold_backward,
+/// clamp_backward), so an infinite or NaN `g` outside the mask gives 0, not NaN.
+pub(crate) fn select(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
+    Tensor::where_cond(
+        mask,
+        &TensorOrScalar::Tensor(g.clone()),
+        &TensorOrScalar::Scalar(Scalar::Int(0)),
+    )
+}
+/// Real zeros shaped like `g` (PyTorch's `zeros_like(grad)` for ops whose gradient is zero
+/// almost everywhere: not `g * 0`, which turns an inf or NaN `g` into NaN).
+pub(crate) fn zeros_like(g: &Tensor) -> Result<Tensor> {
+    Tensor::full_on(g.device(), g.shape(), Scalar::Int(0), g.dtype())
 }

@@ -18,8 +18,8 @@ pub use node::{
     BackwardFn, Edge, HookFn, Node, NodePostHookFn, NodePreHookFn, PostAccumulateHookFn,
 };
 pub use saved::{
-    pop_saved_tensors_hooks, push_saved_tensors_hooks, take_pending_save_error, SavedTensor,
-    SavedTensorHooks, INFERENCE_SAVED_MSG,
+    current_saved_tensors_hooks, pop_saved_tensors_hooks, push_saved_tensors_hooks,
+    take_pending_save_error, SavedTensor, SavedTensorHooks, INFERENCE_SAVED_MSG,
 };
 
 use crate::cpu::strided;

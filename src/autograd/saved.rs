@@ -24,6 +24,8 @@ pub trait SavedTensorHooks: Send + Sync {
     fn pack(&self, t: &Tensor) -> Result<Packed>;
     /// Called when backward first reads the saved tensor.
     fn unpack(&self, packed: &Packed) -> Result<Tensor>;
+    /// The pair itself, so a binding can find its own hooks on the stack.
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// Pairs pushed on all threads together (0: no thread has hooks).
@@ -48,7 +50,8 @@ pub fn pop_saved_tensors_hooks() -> bool {
     popped
 }
 
-fn current_hooks() -> Option<Arc<dyn SavedTensorHooks>> {
+/// This thread's innermost pair, if any.
+pub fn current_saved_tensors_hooks() -> Option<Arc<dyn SavedTensorHooks>> {
     if HOOKS_PUSHED.load(Ordering::Relaxed) == 0 {
         return None;
     }
@@ -115,7 +118,7 @@ impl SavedTensor {
         if t.is_inference() && !grad_mode::is_inference_mode_enabled() {
             set_pending(Error::Runtime(INFERENCE_SAVED_MSG.into()));
         }
-        if let Some(hooks) = current_hooks() {
+        if let Some(hooks) = current_saved_tensors_hooks() {
             // Grad recording off: whatever the hook computes is not part of the graph (and
             // cannot save tensors of its own, which would call the hook again).
             match no_grad(|| hooks.pack(t)) {
@@ -201,6 +204,9 @@ mod tests {
             self.unpacks.fetch_add(1, Ordering::SeqCst);
             let v = packed.downcast_ref::<Vec<f64>>().expect("packed by pack");
             Tensor::from_vec(v.clone(), &[v.len()])
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
         }
     }
 

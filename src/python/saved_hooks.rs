@@ -50,6 +50,10 @@ impl SavedTensorHooks for PythonHooks {
             }
         })
     }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// Push `(pack_hook, unpack_hook)` for this thread (entering `saved_tensors_hooks`).
@@ -61,6 +65,15 @@ fn _push_saved_tensors_hooks(pack_hook: Py<PyAny>, unpack_hook: Py<PyAny>) {
     }));
 }
 
+/// This thread's innermost `(pack_hook, unpack_hook)`, or None (what `autograd.Function`
+/// packs its saved tensors with).
+#[pyfunction]
+fn _current_saved_tensors_hooks(py: Python<'_>) -> Option<(Py<PyAny>, Py<PyAny>)> {
+    let hooks = autograd::current_saved_tensors_hooks()?;
+    let ours = hooks.as_any().downcast_ref::<PythonHooks>()?;
+    Some((ours.pack.clone_ref(py), ours.unpack.clone_ref(py)))
+}
+
 /// Pop this thread's innermost pair (leaving `saved_tensors_hooks`).
 #[pyfunction]
 fn _pop_saved_tensors_hooks() -> bool {
@@ -70,5 +83,6 @@ fn _pop_saved_tensors_hooks() -> bool {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(_current_saved_tensors_hooks, m)?)?;
     Ok(())
 }

@@ -293,10 +293,11 @@ fn check_index_put_dtypes(t: &Tensor, idx: &[TensorIndex], value: &Tensor) -> Py
     )))
 }
 
-/// The value of `t[...] = value` as a tensor of `t`'s dtype.
-fn setitem_value(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Tensor> {
+/// The value of `t[...] = value` as a tensor of `t`'s dtype, and whether it was a Python
+/// number (PyTorch writes a number as a fill).
+fn setitem_value(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<(Tensor, bool)> {
     Ok(match extract_operand(value) {
-        Some(Operand::Tensor(v)) => v,
+        Some(Operand::Tensor(v)) => (v, false),
         Some(Operand::Scalar(s)) => {
             // As PyTorch: a number the dtype cannot hold is an error, not wrapped (`x[0] =
             // 1000` on int8). Half/bfloat16 are left unchecked: PyTorch checks them only when
@@ -304,9 +305,9 @@ fn setitem_value(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Tensor> {
             if !matches!(dtype, DType::F16 | DType::BF16) {
                 s.check_fits(dtype)?;
             }
-            Tensor::scalar(s, dtype)
+            (Tensor::scalar(s, dtype), true)
         }
-        None => tensor_from_data(value, Some(dtype))?,
+        None => (tensor_from_data(value, Some(dtype))?, false),
     })
 }
 
@@ -658,10 +659,10 @@ impl PyTensor {
     ) -> PyResult<()> {
         let idx = parse_index(index)?;
         let t = &self.inner;
-        let v = setitem_value(value, t.dtype())?;
+        let (v, number) = setitem_value(value, t.dtype())?;
         check_index_put_dtypes(t, &idx, &v)?;
-        if let Some(Operand::Scalar(s)) = extract_operand(value) {
-            return run(py, t.numel(), || t.index_put_number_(&idx, s));
+        if number {
+            return run(py, t.numel(), || t.index_put_number_(&idx, &v));
         }
         run(py, t.numel(), || t.index_put_(&idx, &v, false))
     }
@@ -681,7 +682,7 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let t = slf.borrow().inner.clone();
         let idx = parse_index_tensors(indices)?;
-        let v = setitem_value(values, t.dtype())?;
+        let (v, _) = setitem_value(values, t.dtype())?;
         check_index_put_dtypes(&t, &idx, &v)?;
         run(slf.py(), t.numel(), || t.index_put_(&idx, &v, accumulate))?;
         Ok(slf)
@@ -696,7 +697,7 @@ impl PyTensor {
     ) -> PyResult<PyTensor> {
         let t = &self.inner;
         let idx = parse_index_tensors(indices)?;
-        let v = setitem_value(values, t.dtype())?;
+        let (v, _) = setitem_value(values, t.dtype())?;
         Ok(run(py, t.numel(), || t.index_put(&idx, &v, accumulate))?.into())
     }
 

@@ -5,9 +5,10 @@
 //! at 0 is 1/2). The backward formulas are tensor ops, so double backward works everywhere.
 
 use super::elementwise::{map_one, record_misc};
+use super::elementwise_grad::piecewise_constant_grad;
 use super::index::TensorOrScalar;
 use super::Tensor;
-use crate::autograd::{needs_grad, record};
+use crate::autograd::formula::select;
 use crate::cpu::vmath::VecMath;
 use crate::{BinaryOp, DType, Error, Result, Scalar, UnaryOp};
 
@@ -79,35 +80,6 @@ macro_rules! both_precisions {
             },
         )
     };
-}
-
-/// `apply(g)` for a gradient formula linear in `g` whose factor depends on `x` only through
-/// comparisons (a piecewise-constant derivative), recorded as one node `name` that is
-/// differentiable in `g` and, with a zero gradient, in `x` (as PyTorch's `*_backward` ops): under
-/// `create_graph` the parameters behind `x` then get zeros, not None.
-fn piecewise_constant_grad(
-    name: &'static str,
-    g: &Tensor,
-    x: &Tensor,
-    apply: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
-) -> Result<Tensor> {
-    let out = crate::no_grad(|| apply(g))?;
-    if needs_grad(&[g, x]) {
-        let (shape, dtype, device) = (x.shape().to_vec(), x.dtype(), x.device());
-        record(
-            name,
-            &[g, x],
-            &[&out],
-            Box::new(move |grads| {
-                let Some(gg) = &grads[0] else {
-                    return Ok(vec![None, None]);
-                };
-                let zeros = Tensor::full_on(device, &shape, Scalar::Int(0), dtype)?;
-                Ok(vec![Some(apply(gg)?), Some(zeros)])
-            }),
-        );
-    }
-    Ok(out)
 }
 
 impl Tensor {
@@ -208,7 +180,7 @@ impl Tensor {
             let inside = cmp(x, -3.0, BinaryOp::Gt)?
                 .binary(&cmp(x, 3.0, BinaryOp::Lt)?, BinaryOp::LogicalAnd)?;
             let gx = piecewise_constant_grad("HardsigmoidBackwardBackward0", g, x, move |t| {
-                Tensor::where_cond(&inside, &ts(scaled(t, 1.0 / 6.0)?), &num(0.0))
+                select(&inside, &scaled(t, 1.0 / 6.0)?)
             })?;
             Ok(vec![Some(gx)])
         });

@@ -2153,21 +2153,7 @@ fn gcmp(a: &Tensor, b: &TensorOrScalar, op: BinaryOp) -> Result<Tensor> {
         TensorOrScalar::Scalar(s) => a.binary_scalar(*s, op, false),
     }
 }
-/// Zeros like `g` (ops whose gradient is zero almost everywhere): real zeros, as PyTorch's
-/// `zeros_like(grad)`, so an infinite or NaN incoming gradient does not become NaN.
-fn gzero(g: &Tensor) -> Result<Tensor> {
-    Tensor::full_on(g.device(), g.shape(), Scalar::Int(0), g.dtype())
-}
-
-/// `g` where `mask`, else 0: a selection, as PyTorch's masked gradients (threshold_backward,
-/// clamp_backward), so an infinite or NaN `g` outside the mask gives 0, not NaN.
-fn gselect(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
-    Tensor::where_cond(
-        mask,
-        &TensorOrScalar::Tensor(g.clone()),
-        &TensorOrScalar::Scalar(Scalar::Int(0)),
-    )
-}
+use crate::autograd::formula::{select as gselect, zeros_like as gzero};
 
 /// A tensor-or-scalar operand captured by a backward closure: scalars by value, tensors by
 /// their position among the node's inputs.

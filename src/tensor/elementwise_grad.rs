@@ -3,7 +3,7 @@
 //! dims and cast to each input's dtype.
 
 use super::{BinaryOp, Tensor, TensorOrScalar, UnaryOp};
-use crate::autograd::formula::{add, adds, div, mul, muls, neg, rsubs};
+use crate::autograd::formula::{add, adds, div, mul, muls, neg, rsubs, select, zeros_like};
 use crate::autograd::Node;
 use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, SavedTensor, Saves};
 use crate::{Result, Scalar};
@@ -256,10 +256,7 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
             let u = |o: UnaryOp| x.unary(o);
             let gx = match op {
                 Abs => mul(g, &u(Sign)?)?,
-                // zeros_like(grad), as PyTorch (not g * 0: an inf or NaN g stays harmless)
-                Sign | Floor | Ceil | Round | Trunc => {
-                    Tensor::full_on(g.device(), g.shape(), Scalar::Int(0), g.dtype())?
-                }
+                Sign | Floor | Ceil | Round | Trunc => zeros_like(g)?,
                 Log => div(g, x)?,
                 Log2 => div(g, &muls(x, std::f64::consts::LN_2)?)?,
                 Log10 => div(g, &muls(x, std::f64::consts::LN_10)?)?,
@@ -509,43 +506,49 @@ pub(crate) fn record_to_device(x: &Tensor, out: &Tensor) {
     }
 }
 
-/// ReLU's gradient `g where x > 0 else 0` in one pass (PyTorch's `threshold_backward`), for
-/// f32/f64 when the result need not be differentiable (no `create_graph`). `None` means: use
-/// the composite formula.
-/// `g * (x > 0)` recorded as PyTorch's `threshold_backward`: differentiable in `g` (the same
-/// mask) and, with a zero gradient, in `x`, so that under `create_graph` the second-order
-/// graph still reaches `x` and parameters behind it get zeros (not `None`) as in PyTorch:
-/// optimizers then treat them alike (weight decay, momentum).
+/// `g * (x > 0)` recorded as PyTorch's `threshold_backward` (see [`piecewise_constant_grad`]):
+/// a selection, so an inf or NaN gradient where x <= 0 gives 0; under `create_graph` the
+/// second-order graph still reaches `x` and parameters behind it get zeros (not `None`) as in
+/// PyTorch, so optimizers treat them alike (weight decay, momentum).
 fn relu_backward_recorded(g: &Tensor, x: &Tensor) -> Result<Tensor> {
     let mask = x.binary_scalar(Scalar::Float(0.0), BinaryOp::Gt, false)?;
-    // a selection, not `g * mask`: an inf or NaN gradient where x <= 0 gives 0 (PyTorch)
-    let select = |t: &Tensor, mask: &Tensor| {
-        Tensor::where_cond(
-            mask,
-            &TensorOrScalar::Tensor(t.clone()),
-            &TensorOrScalar::Scalar(Scalar::Int(0)),
-        )
-    };
-    let out = crate::autograd::no_grad(|| select(g, &mask))?;
+    piecewise_constant_grad("ThresholdBackwardBackward0", g, x, move |t| {
+        select(&mask, t)
+    })
+}
+
+/// `apply(g)` for a gradient formula linear in `g` whose factor depends on `x` only through
+/// comparisons (a piecewise-constant derivative), recorded as one node `name` that is
+/// differentiable in `g` and, with a zero gradient, in `x` (as PyTorch's `*_backward` ops): under
+/// `create_graph` the parameters behind `x` then get zeros, not None.
+pub(super) fn piecewise_constant_grad(
+    name: &'static str,
+    g: &Tensor,
+    x: &Tensor,
+    apply: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
+) -> Result<Tensor> {
+    let out = crate::no_grad(|| apply(g))?;
     if needs_grad(&[g, x]) {
-        let x_like = (x.shape().to_vec(), x.dtype(), x.device());
+        let (shape, dtype, device) = (x.shape().to_vec(), x.dtype(), x.device());
         record(
-            "ThresholdBackwardBackward0",
+            name,
             &[g, x],
             &[&out],
             Box::new(move |grads| {
                 let Some(gg) = &grads[0] else {
                     return Ok(vec![None, None]);
                 };
-                let (shape, dt, dev) = &x_like;
-                let zeros = Tensor::full_on(*dev, shape, Scalar::Int(0), *dt)?;
-                Ok(vec![Some(select(gg, &mask)?), Some(zeros)])
+                let zeros = Tensor::full_on(device, &shape, Scalar::Int(0), dtype)?;
+                Ok(vec![Some(apply(gg)?), Some(zeros)])
             }),
         );
     }
     Ok(out)
 }
 
+/// ReLU's gradient `g where x > 0 else 0` in one pass (PyTorch's `threshold_backward`), for
+/// f32/f64 when the result need not be differentiable (no `create_graph`). `None` means: use
+/// the composite formula.
 fn relu_backward_fast(g: &Tensor, x: &Tensor) -> Option<Result<Tensor>> {
     fn typed<T: crate::FloatElement>(g: &Tensor, x: &Tensor) -> Result<Tensor> {
         let out = crate::cpu::strided::map2(

@@ -348,8 +348,9 @@ impl Tensor {
 
     /// `self[idx] = number`: PyTorch (2.15) fills the indexed view (`fill_`), which may write
     /// a tensor whose elements overlap (an `expand`), unlike a tensor value (`copy_`).
-    pub fn index_put_number_(&self, idx: &[TensorIndex], value: Scalar) -> Result<()> {
-        self.index_put_checked_(idx, &Tensor::scalar(value, self.dtype()), false, false)
+    /// `value` is that number as a 0-d tensor of `self`'s dtype.
+    pub fn index_put_number_(&self, idx: &[TensorIndex], value: &Tensor) -> Result<()> {
+        self.index_put_checked_(idx, value, false, false)
     }
 
     fn index_put_checked_(

@@ -7,8 +7,8 @@ Every ``grad_fn`` is an instance of a class named after its op (``AddmmBackward0
 
 ``saved_tensors_hooks(pack_hook, unpack_hook)`` replaces every tensor an op saves for backward
 by ``pack_hook(tensor)`` and gives backward ``unpack_hook(packed)`` instead (``save_on_cpu`` is
-the pair that parks them in CPU memory). The native ops see the pair through a per-thread
-stack in the Rust core; ``autograd.Function`` reads the same pairs from this module.
+the pair that parks them in CPU memory). The pairs live on a per-thread stack in the Rust
+core, which the native ops and ``autograd.Function`` both read.
 """
 
 import threading
@@ -42,16 +42,13 @@ def _node_class(name):
 
 class _HookState(threading.local):
     def __init__(self):
-        self.stack = []  # (pack_hook, unpack_hook), innermost last
         self.disabled_message = None
 
 
 _state = _HookState()
 
-
-def _current_saved_tensors_hooks():
-    """This thread's innermost (pack_hook, unpack_hook), or None."""
-    return _state.stack[-1] if _state.stack else None
+#: This thread's innermost (pack_hook, unpack_hook), or None.
+_current_saved_tensors_hooks = _C._current_saved_tensors_hooks
 
 
 class saved_tensors_hooks:
@@ -67,11 +64,9 @@ class saved_tensors_hooks:
         if _state.disabled_message is not None:
             raise RuntimeError(_state.disabled_message)
         _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
-        _state.stack.append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
-        _state.stack.pop()
         _C._pop_saved_tensors_hooks()
         return False
 
