@@ -10,4 +10,7 @@ case "$profile" in
 esac
 # shellcheck disable=SC2086
 cargo build $flag --features python,cuda,pyo3/extension-module --lib
-cp "${CARGO_TARGET_DIR:-target}/$profile/libferrotorch.so" python/ferrotorch/_C.abi3.so
+# Copy then rename: a Python process that has the old library loaded keeps it (overwriting it
+# in place would crash that process).
+cp "${CARGO_TARGET_DIR:-target}/$profile/libferrotorch.so" python/ferrotorch/_C.abi3.so.tmp
+mv python/ferrotorch/_C.abi3.so.tmp python/ferrotorch/_C.abi3.so
