@@ -20,6 +20,25 @@ pub fn has_avx2_fma() -> bool {
     }
 }
 
+/// Whether this CPU can run AVX-512F kernels (cached). `FERROTORCH_DISABLE_AVX512=1` turns them
+/// off (to compare with the AVX2 path, or where AVX-512 lowers the clock).
+#[inline]
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *HAS.get_or_init(|| {
+            std::arch::is_x86_feature_detected!("avx512f")
+                && has_avx2_fma()
+                && std::env::var_os("FERROTORCH_DISABLE_AVX512").is_none_or(|v| v != "1")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Run `body`, compiled for AVX2 + FMA when the CPU has them. `body` should be the whole
 /// inner loop (not one element): it is inlined into a function built for those features.
 #[inline(always)]
