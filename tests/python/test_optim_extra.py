@@ -945,7 +945,7 @@ def test_swalr_after_another_schedule_and_errors():
     np.testing.assert_allclose(lrs, want, rtol=1e-12)
     with pytest.raises(ValueError) as e:
         swa_utils.SWALR(_sgd(), swa_lr=0.1, anneal_strategy="exp")
-    assert str(e.value) == ("anneal_strategy must by one of 'cos' or 'linear', instead got "
+    assert str(e.value) == ("anneal_strategy must be one of 'cos' or 'linear', instead got "
                             "exp")
     with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0, "
                                          "got -1"):

@@ -2,6 +2,7 @@
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
+    _check_tensor_lr,
     _closure_loss,
     _fused_inputs,
     Optimizer,
@@ -26,6 +27,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= rho <= 1.0:
@@ -47,7 +49,8 @@ class Adadelta(Optimizer):
             if fused is not None:
                 self._fused_step(group, *fused)
                 continue
-            lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
+            lr, rho, eps = _to_scalar(group["lr"]), group["rho"], group["eps"]
+            wd = group["weight_decay"]
             for p in group["params"]:
                 if p.grad is None:
                     continue

@@ -2,6 +2,8 @@
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
+    _check_fused,
+    _check_tensor_lr,
     _closure_loss,
     _fused_inputs,
     Optimizer,
@@ -23,6 +25,7 @@ class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
                  initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:
@@ -38,6 +41,7 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state[p]
@@ -53,7 +57,7 @@ class Adagrad(Optimizer):
             if fused is not None:
                 self._fused_step(group, *fused)
                 continue
-            lr, lr_decay, eps, wd = (group["lr"], group["lr_decay"], group["eps"],
+            lr, lr_decay, eps, wd = (_to_scalar(group["lr"]), group["lr_decay"], group["eps"],
                                      group["weight_decay"])
             for p in group["params"]:
                 if p.grad is None:

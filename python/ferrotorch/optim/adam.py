@@ -5,6 +5,7 @@ import math
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
     _check_adam_hyperparameters,
+    _check_fused,
     _closure_loss,
     _fused_inputs,
     Optimizer,
@@ -30,12 +31,16 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
+        if isinstance(lr, _C.Tensor) and foreach and not capturable:
+            raise ValueError(
+                "lr as a Tensor is not supported for capturable=False and foreach=True")
         lr = _check_adam_hyperparameters(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -63,7 +68,7 @@ class Adam(Optimizer):
                 self._fused_step(group, *fused)
                 continue
             beta1, beta2 = group["betas"]
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            lr, eps, wd = _to_scalar(group["lr"]), group["eps"], group["weight_decay"]
             amsgrad = group["amsgrad"]
             for p in group["params"]:
                 if p.grad is None:

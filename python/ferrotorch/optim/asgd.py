@@ -2,6 +2,7 @@
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
+    _check_tensor_lr,
     _closure_loss,
     Optimizer,
     _to_scalar,
@@ -28,8 +29,7 @@ class ASGD(Optimizer):
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
-        if isinstance(lr, _C.Tensor):
-            lr = lr.item()
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= weight_decay:

@@ -4,7 +4,12 @@ import math
 
 from ferrotorch import _C
 from ferrotorch.autograd.grad_mode import enable_grad
-from ferrotorch.optim.optimizer import Optimizer, _use_grad_for_differentiable
+from ferrotorch.optim.optimizer import (
+    _check_tensor_lr,
+    Optimizer,
+    _to_scalar,
+    _use_grad_for_differentiable,
+)
 
 __all__ = ["LBFGS"]
 
@@ -131,11 +136,14 @@ class LBFGS(Optimizer):
     r"""Limited-memory BFGS. ``step(closure)`` runs up to ``max_iter`` iterations, each a
     along the two-loop-recursion direction: of size ``lr`` (the first scaled by
     ``min(1, 1/|g|_1)``), or chosen by a strong-Wolfe line search with
-    ``line_search_fn="strong_wolfe"``. All parameters form a single group.
+    ``line_search_fn="strong_wolfe"``. All parameters form a single group. With
+    ``maximize=True`` the negated loss is minimised.
     """
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
-                 tolerance_change=1e-9, history_size=100, line_search_fn=None):
+                 tolerance_change=1e-9, history_size=100, line_search_fn=None, *,
+                 maximize=False):
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
@@ -144,7 +152,8 @@ class LBFGS(Optimizer):
             raise RuntimeError("only 'strong_wolfe' is supported")
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
                         tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
-                        history_size=history_size, line_search_fn=line_search_fn)
+                        history_size=history_size, line_search_fn=line_search_fn,
+                        maximize=maximize)
         super().__init__(params, defaults)
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
@@ -163,7 +172,10 @@ class LBFGS(Optimizer):
                 views.append(_C.zeros(p.numel(), dtype=p.dtype, device=p.device))
             else:
                 views.append(p.grad.reshape(-1))
-        return _C.cat(views, 0)
+        flat_grad = _C.cat(views, 0)
+        if self.param_groups[0].get("maximize", False):
+            flat_grad = -flat_grad
+        return flat_grad
 
     def _add_grad(self, step_size, update):
         offset = 0
@@ -183,6 +195,8 @@ class LBFGS(Optimizer):
         self._add_grad(t, d)
         with enable_grad():
             loss = float(closure())
+        if self.param_groups[0].get("maximize", False):
+            loss = -loss
         flat_grad = self._gather_flat_grad()
         self._set_param(x)
         return loss, flat_grad
@@ -196,8 +210,13 @@ class LBFGS(Optimizer):
             with enable_grad():
                 return closure()
 
+        # Nothing to optimize: still evaluate the closure so the caller gets a loss back.
+        if len(self._params) == 0:
+            return closure_fn()
+
         group = self.param_groups[0]
-        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        lr, max_iter, max_eval = _to_scalar(group["lr"]), group["max_iter"], group["max_eval"]
+        maximize = group.get("maximize", False)
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         history_size = group["history_size"]
 
@@ -206,7 +225,7 @@ class LBFGS(Optimizer):
         state.setdefault("n_iter", 0)
 
         orig_loss = closure_fn()
-        loss = float(orig_loss)
+        loss = -float(orig_loss) if maximize else float(orig_loss)
         current_evals = 1
         state["func_evals"] += 1
 
@@ -279,13 +298,16 @@ class LBFGS(Optimizer):
                     return self._directional_evaluate(closure, x, step, direction)
 
                 loss, flat_grad, t, ls_func_evals = _strong_wolfe(
-                    obj_func, x_init, t, d, loss, flat_grad, gtd)
+                    obj_func, x_init, t, d, loss, flat_grad, gtd,
+                    max_ls=max_eval - current_evals)
                 self._add_grad(t, d)
                 opt_cond = float(flat_grad.abs().max().item()) <= tolerance_grad
             else:
                 self._add_grad(t, d)
                 if n_iter != max_iter:
                     loss = float(closure_fn())
+                    if maximize:
+                        loss = -loss
                     flat_grad = self._gather_flat_grad()
                     opt_cond = float(flat_grad.abs().max().item()) <= tolerance_grad
                     ls_func_evals = 1

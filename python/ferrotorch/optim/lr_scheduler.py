@@ -15,9 +15,10 @@ update formulas (so they chain) and closed forms where PyTorch has them.
 import math
 import types
 import warnings
+import weakref
 from bisect import bisect_right
 from collections import Counter
-from functools import partial
+from functools import partial, wraps
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import Optimizer
@@ -31,6 +32,57 @@ __all__ = [
     "CosineAnnealingWarmRestarts",
 ]
 
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being "
+    "deprecated where possible. Please use `scheduler.step()` to step the "
+    "scheduler. During the deprecation, if epoch is different from None, the "
+    "closed form is used instead of the new chainable form, where available. "
+    "Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
+
+
+def _update_param_group_val(param_group, key, val):
+    """``param_group[key] = val``, filled in place when the current value is a tensor (a
+    tensor lr stays the same tensor, as in PyTorch)."""
+    if isinstance(param_group[key], Tensor):
+        param_group[key].fill_(val.item() if isinstance(val, Tensor) else val)
+    else:
+        param_group[key] = val
+
+
+def _param_groups_val_list(optimizer, key):
+    """``[group[key] for each group]``, tensors cloned so they never alias the groups'."""
+    return [group[key].clone() if isinstance(group[key], Tensor) else group[key]
+            for group in optimizer.param_groups]
+
+
+def _warn_get_lr_called_within_step(scheduler):
+    if not scheduler._get_lr_called_within_step:
+        warnings.warn("To get the last learning rate computed by the scheduler, please use "
+                      "`get_last_lr()`.", UserWarning, stacklevel=3)
+
+
+def _patch_track_step_called(optimizer):
+    """Wrap ``optimizer.step`` so that it records being called (``_opt_called``), for the
+    "``lr_scheduler.step()`` before ``optimizer.step()``" warning."""
+    step = optimizer.step
+    if hasattr(step, "_wrapped_by_lr_sched"):
+        return
+    func = getattr(step, "__func__", None)
+    if func is None:
+        return
+    opt_ref = weakref.ref(optimizer)
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        opt = opt_ref()
+        opt._opt_called = True
+        return func.__get__(opt, opt.__class__)(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
+
 
 class LRScheduler:
     r"""Base class. Subclasses implement ``get_lr()`` (the new lr of each group, computed from
@@ -38,6 +90,7 @@ class LRScheduler:
     the new values into ``optimizer.param_groups``."""
 
     _get_lr_called_within_step = False
+    _is_initial = False
 
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
@@ -45,21 +98,36 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                initial_lr = group["lr"]
+                if isinstance(initial_lr, Tensor):
+                    initial_lr = initial_lr.clone()
+                group.setdefault("initial_lr", initial_lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(
-                        "param 'initial_lr' is not specified in param_groups[{i}] when "
-                        "resuming an optimizer".format(i=i)
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                        "resuming scheduler with last_epoch >= 0.\n"
+                        "This typically happens when:\n"
+                        "1. You're trying to resume training from a checkpoint but haven't "
+                        "properly loaded the optimizer state\n"
+                        "2. You're using last_epoch >= 0 for a fresh training run (not "
+                        "recommended)"
                     )
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs = _param_groups_val_list(optimizer, "initial_lr")
         self.last_epoch = last_epoch
+        _patch_track_step_called(self.optimizer)
         self._initial_step()
 
     def _initial_step(self):
+        """The step run by the constructor (``_is_initial`` is set while it runs: resuming
+        with ``last_epoch >= 0`` keeps the current lrs instead of advancing them)."""
         self._step_count = 0
-        self.step()
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def state_dict(self):
         """Everything in ``__dict__`` except the optimizer."""
@@ -76,20 +144,39 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch=None):
+        if self._step_count == 1:
+            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+                warnings.warn(
+                    "Seems like `optimizer.step()` has been overridden after learning rate "
+                    "scheduler initialization. Please, make sure to call `optimizer.step()` "
+                    "before `lr_scheduler.step()`. See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn(
+                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+                    "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                    "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                    "will result in PyTorch skipping the first value of the learning rate "
+                    "schedule. See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning,
+                    stacklevel=2,
+                )
         self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
                 self.last_epoch += 1
                 values = self.get_lr()
             else:
-                warnings.warn(
-                    "The epoch parameter in `scheduler.step()` was not necessary and is being "
-                    "deprecated where possible. Please use `scheduler.step()` to step the "
-                    "scheduler.",
-                    UserWarning,
-                    stacklevel=2,
-                )
                 self.last_epoch = epoch
                 if hasattr(self, "_get_closed_form_lr"):
                     values = self._get_closed_form_lr()
@@ -98,15 +185,15 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for param_group, lr in zip(self.optimizer.param_groups, values):
-            param_group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _update_param_group_val(param_group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
 
 _LRScheduler = LRScheduler
 
 
 def _group_lrs(scheduler):
-    return [group["lr"] for group in scheduler.optimizer.param_groups]
+    return _param_groups_val_list(scheduler.optimizer, "lr")
 
 
 def _format_param(name, optimizer, param):
@@ -160,6 +247,7 @@ class LambdaLR(LRScheduler):
                 self.lr_lambdas[idx].__dict__.update(fn)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         return [base_lr * lmbda(self.last_epoch)
                 for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
 
@@ -168,7 +256,8 @@ class MultiplicativeLR(LambdaLR):
     r"""``lr = lr * lr_lambda(epoch)`` at every step after the first."""
 
     def get_lr(self):
-        if self.last_epoch > 0:
+        _warn_get_lr_called_within_step(self)
+        if not self._is_initial:
             return [group["lr"] * lmbda(self.last_epoch)
                     for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
         return _group_lrs(self)
@@ -184,6 +273,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _group_lrs(self)
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
@@ -202,6 +292,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
             return _group_lrs(self)
         return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
@@ -224,6 +315,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [group["lr"] * self.factor for group in self.optimizer.param_groups]
         if self.last_epoch != self.total_iters:
@@ -252,9 +344,10 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
-        if self.last_epoch > self.total_iters:
+        if self._is_initial or self.last_epoch > self.total_iters:
             return _group_lrs(self)
         return [
             group["lr"] * (1.0 + (self.end_factor - self.start_factor) / (
@@ -279,7 +372,8 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        if self.last_epoch == 0:
+        _warn_get_lr_called_within_step(self)
+        if self._is_initial:
             return _group_lrs(self)
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
@@ -296,7 +390,8 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        if self.last_epoch == 0 or self.last_epoch > self.total_iters:
+        _warn_get_lr_called_within_step(self)
+        if self._is_initial or self.last_epoch > self.total_iters:
             return _group_lrs(self)
         decay_factor = ((1.0 - self.last_epoch / self.total_iters)
                         / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
@@ -317,8 +412,9 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         groups = self.optimizer.param_groups
-        if self.last_epoch == 0:
+        if self._is_initial:
             return _group_lrs(self)
         if self._step_count == 1 and self.last_epoch > 0:
             return [self.eta_min + (base_lr - self.eta_min)
@@ -338,6 +434,25 @@ class CosineAnnealingLR(LRScheduler):
                 for base_lr in self.base_lrs]
 
 
+def _check_chainable(owner, idx, scheduler, optimizer):
+    """SequentialLR / ChainedScheduler's checks of one wrapped scheduler."""
+    name = owner.__class__.__name__
+    if not hasattr(scheduler, "optimizer"):
+        raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
+    if isinstance(scheduler, ReduceLROnPlateau):
+        raise ValueError(
+            f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional "
+            "kwargs to be specified when calling `step`, but got one at index "
+            f"{idx} in the given schedulers sequence."
+        )
+    if optimizer != scheduler.optimizer:
+        raise ValueError(
+            f"{name} expects all schedulers to belong to the same optimizer, but got "
+            f"scheduler {scheduler.__class__.__name__} at index {idx} that uses a different "
+            f"optimizer than the {optimizer.__class__.__name__} passed in."
+        )
+
+
 class SequentialLR(LRScheduler):
     r"""Run ``schedulers`` one after the other, switching at the epochs in ``milestones``."""
 
@@ -346,15 +461,7 @@ class SequentialLR(LRScheduler):
             raise ValueError(f"{self.__class__.__name__} expects at least one scheduler, but "
                              "got no scheduler.")
         for idx, s in enumerate(schedulers):
-            if not hasattr(s, "optimizer"):
-                raise TypeError(f"{self.__class__.__name__} at index {idx} should have "
-                                "`optimizer` as its attribute.")
-            if s.optimizer != optimizer:
-                raise ValueError(
-                    f"{self.__class__.__name__} expects all schedulers to belong to the same "
-                    f"optimizer, but got scheduler {s.__class__.__name__} at index {idx} "
-                    "that is different from the optimizer passed in."
-                )
+            _check_chainable(self, idx, s, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
                 "Sequential Schedulers expects number of schedulers provided to be one more "
@@ -367,20 +474,30 @@ class SequentialLR(LRScheduler):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
-        for scheduler in self._schedulers:
-            scheduler.last_epoch -= 1
-        self._schedulers[0]._initial_step()
-        self._last_lr = schedulers[0].get_last_lr()
+            _update_param_group_val(group, "lr", group["initial_lr"])
+        # Undo the initial step of every (possibly nested) scheduler, then redo the one of
+        # the scheduler that runs at step 0.
+        self.recursive_undo()
+        idx = bisect_right(self._milestones, 0)
+        self._schedulers[idx]._initial_step()
+        self._last_lr = schedulers[idx].get_last_lr()
+
+    def recursive_undo(self, sched=None):
+        """Undo the step each wrapped scheduler's constructor made (recursing into nested
+        ``SequentialLR`` / ``ChainedScheduler``)."""
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for s in scheds._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
 
     def step(self):
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
         if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                scheduler.step(0)
+            scheduler._update_lr(0)
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
@@ -406,8 +523,11 @@ class ChainedScheduler(LRScheduler):
         if len(schedulers) < 1:
             raise ValueError("ChainedScheduler expects at least one scheduler to be chained, "
                              "but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        for idx, s in enumerate(schedulers):
+            _check_chainable(self, idx, s, optimizer)
         self._schedulers = list(schedulers)
-        self.optimizer = optimizer or self._schedulers[0].optimizer
+        self.optimizer = optimizer
         self._last_lr = _group_lrs(self._schedulers[-1])
 
     def step(self):
@@ -509,12 +629,7 @@ class OneCycleLR(LRScheduler):
 
     @staticmethod
     def _format_param(name, optimizer, param):
-        if isinstance(param, (list, tuple)):
-            if len(param) != len(optimizer.param_groups):
-                raise ValueError(f"expected {len(optimizer.param_groups)} values for {name}, "
-                                 f"got {len(param)}")
-            return list(param)
-        return [param] * len(optimizer.param_groups)
+        return _format_param(name, optimizer, param)
 
     def _anneal_func(self, start, end, pct):
         if self._anneal_func_type == "cos":
@@ -523,6 +638,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         lrs = []
         step_num = self.last_epoch
         if step_num > self.total_steps:
@@ -599,6 +715,8 @@ class ReduceLROnPlateau(LRScheduler):
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self.last_epoch = epoch
         if self.is_better(current, self.best):
             self.best = current
@@ -615,11 +733,21 @@ class ReduceLROnPlateau(LRScheduler):
         self._last_lr = _group_lrs(self)
 
     def _reduce_lr(self, epoch):
+        if len(self.optimizer.param_groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(
+                    "The number of param groups in the `optimizer` "
+                    f"({len(self.optimizer.param_groups)}) differs from when "
+                    f"`ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually due "
+                    "to a new param group being added to the optimizer. Please modify the "
+                    "`min_lrs` field to match the length of the `optimizer` param groups."
+                )
+            self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
         for i, param_group in enumerate(self.optimizer.param_groups):
             old_lr = float(param_group["lr"])
             new_lr = max(old_lr * self.factor, self.min_lrs[i])
             if old_lr - new_lr > self.eps:
-                param_group["lr"] = new_lr
+                _update_param_group_val(param_group, "lr", new_lr)
 
     @property
     def in_cooldown(self):
@@ -633,6 +761,8 @@ class ReduceLROnPlateau(LRScheduler):
         if self.mode == "max" and self.threshold_mode == "rel":
             return a > best * (self.threshold + 1.0)
         return a > best + self.threshold
+
+    _is_better = is_better
 
     def _init_is_better(self, mode, threshold, threshold_mode):
         if mode not in {"min", "max"}:
@@ -689,11 +819,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                if isinstance(group["lr"], Tensor):
-                    lr_val = lr.item() if isinstance(lr, Tensor) else lr
-                    group["lr"].fill_(lr_val)
-                else:
-                    group["lr"] = lr
+                _update_param_group_val(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
@@ -748,6 +874,7 @@ class CyclicLR(LRScheduler):
         return self._scale_fn_ref(x)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
         if x <= self.step_ratio:
@@ -819,6 +946,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         return [self.eta_min + (base_lr - self.eta_min)
                 * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for base_lr in self.base_lrs]
@@ -831,7 +959,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             epoch = self.last_epoch + 1
             self.T_cur = self.T_cur + 1
             if self.T_cur >= self.T_i:
-                self.T_cur = self.T_cur - self.T_i
+                self.T_cur = self.T_cur % self.T_i
                 self.T_i = self.T_i * self.T_mult
         else:
             if epoch < 0:
@@ -853,5 +981,5 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         finally:
             self._get_lr_called_within_step = False
         for param_group, lr in zip(self.optimizer.param_groups, values):
-            param_group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _update_param_group_val(param_group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")

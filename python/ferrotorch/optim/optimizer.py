@@ -7,6 +7,7 @@ integer ids so it can be saved and loaded into an optimizer over equivalent para
 """
 
 import functools
+import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -52,10 +53,22 @@ class Optimizer:
         self.defaults = defaults
         self._optimizer_step_pre_hooks = OrderedDict()
         self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
                 f"dicts, but got {type(params).__name__}"
+            )
+        if isinstance(params, set):
+            warnings.warn(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list "
+                "instead. This will be an error in a future release.",
+                FutureWarning,
+                stacklevel=2,
             )
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -75,6 +88,10 @@ class Optimizer:
         self.__dict__.update(state)
         self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
         self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_state_dict_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_state_dict_post_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_load_state_dict_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_load_state_dict_post_hooks", OrderedDict())
 
     def __repr__(self):
         format_string = self.__class__.__name__ + " ("
@@ -88,7 +105,10 @@ class Optimizer:
         return format_string
 
     def add_param_group(self, param_group):
-        r"""Add a group of parameters (a dict with ``"params"`` and optional options)."""
+        r"""Add a group of parameters (a dict with ``"params"`` and optional options).
+
+        ``"params"`` may hold ``(name, tensor)`` pairs (e.g. ``model.named_parameters()``):
+        the names go to the group's ``"param_names"``."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
@@ -102,11 +122,19 @@ class Optimizer:
             )
         else:
             param_group["params"] = list(params)
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        if names:
+            if len(names) != len(param_group["params"]):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+            param_group["params"] = [p[1] for p in param_group["params"]]
+            param_group["param_names"] = names
         for param in param_group["params"]:
             if not isinstance(param, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + type(param).__name__)
-            if not param.is_leaf:
+            if (not self.defaults.get("differentiable", None)
+                    and not (param.is_leaf or param.retains_grad)):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
@@ -128,6 +156,10 @@ class Optimizer:
         param_set = set()
         for group in self.param_groups:
             param_set.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                current = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {current} to the optimizer")
         if param_set & set(param_ids):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -157,6 +189,8 @@ class Optimizer:
     def state_dict(self):
         r"""``{"state": {param_id: {...}}, "param_groups": [{..., "params": [ids]}]}`` with
         parameters numbered in the order they appear across groups."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         param_mappings = {}
         start_index = 0
 
@@ -171,8 +205,14 @@ class Optimizer:
             return packed
 
         param_groups = [pack_group(g) for g in self.param_groups]
-        packed_state = {param_mappings[id(k)]: v for k, v in self.state.items()}
-        return {"state": packed_state, "param_groups": param_groups}
+        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v
+                        for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            hook_result = post_hook(self, state_dict)
+            if hook_result is not None:
+                state_dict = hook_result
+        return state_dict
 
     @staticmethod
     def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):
@@ -185,6 +225,11 @@ class Optimizer:
     def load_state_dict(self, state_dict):
         r"""Load optimizer state produced by :meth:`state_dict` (deep-copied; tensors are cast
         to their parameter's dtype, except ``step``)."""
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            hook_result = pre_hook(self, state_dict)
+            if hook_result is not None:
+                state_dict = hook_result
         state_dict = deepcopy(state_dict)
         groups = self.param_groups
         saved_groups = state_dict["param_groups"]
@@ -222,10 +267,15 @@ class Optimizer:
 
         def update_group(group, new_group):
             new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
             return new_group
 
-        self.param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
-        self.state = state
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        # Through __setstate__, as PyTorch: subclasses fill options missing from old dicts.
+        self.__setstate__({"state": state, "param_groups": param_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
     # ------------------------------------------------------------------ hooks
     def register_step_pre_hook(self, hook):
@@ -241,6 +291,33 @@ class Optimizer:
         handle = RemovableHandle(self._optimizer_step_post_hooks)
         self._optimizer_step_post_hooks[handle.id] = hook
         return handle
+
+    def _register_hook(self, hooks, hook, prepend):
+        from ferrotorch.nn.modules.module import RemovableHandle
+
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        r"""``hook(optimizer)`` runs before :meth:`state_dict` builds the dict."""
+        return self._register_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        r"""``hook(optimizer, state_dict)`` runs on the dict :meth:`state_dict` returns (a
+        returned dict replaces it)."""
+        return self._register_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        r"""``hook(optimizer, state_dict)`` runs before :meth:`load_state_dict` (a returned
+        dict is loaded instead)."""
+        return self._register_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        r"""``hook(optimizer)`` runs after :meth:`load_state_dict`."""
+        return self._register_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -268,11 +345,25 @@ class Optimizer:
             cls.step = hooked_step
 
 
+def _check_tensor_lr(lr):
+    """A tensor ``lr`` must hold one element (it stays a tensor in ``param_groups``, as in
+    PyTorch; the steps read its value)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
+def _check_fused(fused, foreach, differentiable):
+    """PyTorch's ``fused=True`` checks (SGD, Adam, AdamW, Adagrad)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
 def _check_adam_hyperparameters(lr, eps, betas, weight_decay):
-    """PyTorch's checks for the Adam family; returns ``lr`` as a float (a tensor lr is
-    read once)."""
-    if isinstance(lr, _C.Tensor):
-        lr = lr.item()
+    """PyTorch's checks for the Adam family; returns ``lr`` (a tensor lr is kept)."""
+    _check_tensor_lr(lr)
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
     if not 0.0 <= eps:

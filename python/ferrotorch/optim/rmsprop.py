@@ -2,6 +2,7 @@
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
+    _check_tensor_lr,
     _closure_loss,
     _fused_inputs,
     Optimizer,
@@ -26,6 +27,7 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -49,7 +51,7 @@ class RMSprop(Optimizer):
             if fused is not None:
                 self._fused_step(group, *fused)
                 continue
-            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            lr, alpha, eps = _to_scalar(group["lr"]), group["alpha"], group["eps"]
             wd, momentum = group["weight_decay"], group["momentum"]
             for p in group["params"]:
                 if p.grad is None:

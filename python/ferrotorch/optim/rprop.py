@@ -2,6 +2,7 @@
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
+    _check_tensor_lr,
     _closure_loss,
     Optimizer,
     _to_scalar,
@@ -28,8 +29,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if isinstance(lr, _C.Tensor):
-            lr = lr.item()
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:

@@ -2,6 +2,8 @@
 
 from ferrotorch import _C
 from ferrotorch.optim.optimizer import (
+    _check_fused,
+    _check_tensor_lr,
     _closure_loss,
     _fused_inputs,
     Optimizer,
@@ -28,6 +30,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
+        _check_tensor_lr(lr)
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -40,6 +43,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -55,7 +59,7 @@ class SGD(Optimizer):
             if fused is not None:
                 self._fused_step(group, *fused)
                 continue
-            lr, momentum = group["lr"], group["momentum"]
+            lr, momentum = _to_scalar(group["lr"]), group["momentum"]
             dampening, wd = group["dampening"], group["weight_decay"]
             for p in group["params"]:
                 if p.grad is None:

@@ -18,7 +18,11 @@ import ferrotorch
 from ferrotorch import _C
 from ferrotorch.autograd.grad_mode import no_grad
 from ferrotorch.nn.modules.module import Module
-from ferrotorch.optim.lr_scheduler import LRScheduler, _format_param
+from ferrotorch.optim.lr_scheduler import (
+    LRScheduler,
+    _format_param,
+    _warn_get_lr_called_within_step,
+)
 
 Tensor = _C.Tensor
 
@@ -221,17 +225,31 @@ class SWALR(LRScheduler):
         for swa_lr_, group in zip(swa_lrs, optimizer.param_groups):
             group["swa_lr"] = swa_lr_
         if anneal_strategy not in ["cos", "linear"]:
-            raise ValueError("anneal_strategy must by one of 'cos' or 'linear', instead got "
+            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
-        if anneal_strategy == "cos":
-            self.anneal_func = self._cosine_anneal
-        else:
-            self.anneal_func = self._linear_anneal
+        self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got "
                              f"{anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
+
+    def _set_anneal_func(self, anneal_strategy):
+        self._anneal_strategy = anneal_strategy
+        if anneal_strategy == "cos":
+            self.anneal_func = self._cosine_anneal
+        else:
+            self.anneal_func = self._linear_anneal
+
+    def state_dict(self):
+        """Everything in ``__dict__`` except the optimizer and ``anneal_func`` (rebuilt from
+        ``_anneal_strategy`` on load)."""
+        return {key: value for key, value in self.__dict__.items()
+                if key not in ("optimizer", "anneal_func")}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+        self._set_anneal_func(self._anneal_strategy)
 
     @staticmethod
     def _linear_anneal(t):
@@ -248,6 +266,7 @@ class SWALR(LRScheduler):
         return (lr - alpha * swa_lr) / (1 - alpha)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)
