@@ -217,10 +217,16 @@ def test_batch_norm_module_repr_state_dict_and_checks():
         nn.BatchNorm2d(3)(T(rand(2, 3, 4, dtype=np.float32)))
     with pytest.raises(ValueError, match=r"expected 5D input \(got 4D input\)"):
         nn.BatchNorm3d(3)(T(rand(2, 3, 4, 4, dtype=np.float32)))
-    # A state dict without num_batches_tracked still loads (as PyTorch's version < 2).
+    # A state dict without num_batches_tracked still loads when its metadata has no version
+    # (or version < 2), as PyTorch's old checkpoints; with version 2 the key is missing.
     sd = m.state_dict()
     del sd["num_batches_tracked"]
     m2 = nn.BatchNorm2d(16)
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: '
+                                           '"num_batches_tracked"'):
+        m2.load_state_dict(sd)
+    m2.load_state_dict(dict(sd))
+    sd._metadata[""]["version"] = 1
     m2.load_state_dict(sd)
 
 

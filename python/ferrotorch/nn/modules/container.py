@@ -3,7 +3,7 @@
 
 import operator
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from itertools import chain, islice
 
 from ferrotorch import _C
@@ -59,10 +59,9 @@ class Sequential(Module):
         else:
             key = self._get_item_by_idx(iter(self._modules.keys()), idx)
             delattr(self, key)
-        # Keep numbering 0..n-1 for index-named children.
+        # Children are renumbered 0..n-1 (named ones too), as PyTorch.
         str_indices = [str(i) for i in range(len(self._modules))]
-        self._modules = OrderedDict(zip(str_indices, self._modules.values())) \
-            if all(k.isdigit() for k in self._modules) else self._modules
+        self._modules = OrderedDict(zip(str_indices, self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
@@ -80,6 +79,47 @@ class Sequential(Module):
         for layer in chain(self, other):
             ret.append(layer)
         return ret
+
+    def __iadd__(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError(
+                "add operator supports only objects of Sequential class, but "
+                f"{type(other)} is given."
+            )
+        offset = len(self)
+        for i, module in enumerate(other):
+            self.add_module(str(i + offset), module)
+        return self
+
+    def _check_factor(self, other):
+        if not isinstance(other, int):
+            raise TypeError(
+                f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other):
+        """``seq * n``: a new Sequential repeating the same module objects ``n`` times."""
+        self._check_factor(other)
+        combined = Sequential()
+        offset = 0
+        for _ in range(other):
+            for module in self:
+                combined.add_module(str(offset), module)
+                offset += 1
+        return combined
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __imul__(self, other):
+        self._check_factor(other)
+        len_original = offset = len(self)
+        for _ in range(other - 1):
+            for i in range(len_original):
+                self.add_module(str(i + offset), self._modules[str(i)])
+            offset += len_original
+        return self
 
     def append(self, module):
         """Append ``module`` at the end."""
@@ -179,6 +219,9 @@ class ModuleList(Module):
         return v
 
     def extend(self, modules):
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
         offset = len(self)
         for i, module in enumerate(modules):
             self.add_module(str(offset + i), module)
@@ -248,11 +291,17 @@ class ModuleDict(Module):
         return self._modules.values()
 
     def update(self, modules):
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value "
+                            "pairs, but got " + type(modules).__name__)
         if isinstance(modules, (OrderedDict, ModuleDict, Mapping)):
             for key, module in modules.items():
                 self[key] = module
         else:
             for j, m in enumerate(modules):
+                if not isinstance(m, Iterable):
+                    raise TypeError(f"ModuleDict update sequence element #{j} should be "
+                                    f"Iterable; is{type(m).__name__}")
                 if len(m) != 2:
                     raise ValueError(
                         f"ModuleDict update sequence element #{j} has length {len(m)}; 2 is "
@@ -323,6 +372,10 @@ class ParameterList(Module):
         return self
 
     def extend(self, values):
+        # a Tensor is iterable but is never unpacked here
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
         for value in values:
             self.append(value)
         return self
@@ -330,6 +383,9 @@ class ParameterList(Module):
     def extra_repr(self):
         # as PyTorch's: the dtype here, the tensor type name in ParameterDict's
         return _parameters_repr(enumerate(self), lambda p: str(p.dtype))
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
 
 
 class ParameterDict(Module):
@@ -341,18 +397,69 @@ class ParameterDict(Module):
         if parameters is not None:
             self.update(parameters)
 
+    @staticmethod
+    def _key_to_attr(key):
+        if not isinstance(key, str):
+            raise TypeError(
+                "Index given to ParameterDict cannot be used as a key as it is not a string "
+                f"(type is '{type(key).__name__}'). Open an issue on github if you need "
+                "non-string keys."
+            )
+        return key
+
     def __getitem__(self, key):
-        return getattr(self, key)
+        return getattr(self, self._key_to_attr(key))
 
     def __setitem__(self, key, value):
         self._keys[key] = None
+        attr = self._key_to_attr(key)
         if isinstance(value, Tensor) and not isinstance(value, Parameter):
             value = Parameter(value)
-        setattr(self, key, value)
+        setattr(self, attr, value)
 
     def __delitem__(self, key):
         del self._keys[key]
-        delattr(self, key)
+        delattr(self, self._key_to_attr(key))
+
+    def __reversed__(self):
+        return reversed(self._keys)
+
+    def copy(self):
+        """A new ParameterDict holding the same values (in the same order)."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def popitem(self):
+        """Remove and return the last inserted ``(key, value)`` pair."""
+        k, _ = self._keys.popitem()
+        self._keys[k] = None
+        val = self[k]
+        del self[k]
+        return k, val
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
+    def __or__(self, other):
+        copy = self.copy()
+        copy.update(other)
+        return copy
+
+    def __ror__(self, other):
+        copy = other.copy()
+        copy.update(self)
+        return copy
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __call__(self, input):
+        raise RuntimeError("ParameterDict should not be called.")
 
     def __len__(self):
         return len(self._keys)
@@ -385,11 +492,22 @@ class ParameterDict(Module):
             del self[k]
 
     def update(self, parameters):
-        if isinstance(parameters, (Mapping, ParameterDict)):
+        """Plain dicts are added in sorted key order; OrderedDicts, ParameterDicts and
+        sequences of pairs in their own order (as PyTorch)."""
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            "key/value pairs, but got " + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
             for key, value in parameters.items():
+                self[key] = value
+        elif isinstance(parameters, Mapping):
+            for key, value in sorted(parameters.items()):
                 self[key] = value
         else:
             for j, p in enumerate(parameters):
+                if not isinstance(p, Iterable):
+                    raise TypeError(f"ParameterDict update sequence element #{j} should be "
+                                    f"Iterable; is{type(p).__name__}")
                 if len(p) != 2:
                     raise ValueError(
                         f"ParameterDict update sequence element #{j} has length {len(p)}; 2 "

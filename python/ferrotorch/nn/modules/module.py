@@ -7,6 +7,7 @@ walks those dicts recursively.
 
 import functools
 import itertools
+import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 
@@ -17,7 +18,11 @@ from ferrotorch.nn.parameter import Buffer, Parameter
 Tensor = _C.Tensor
 
 __all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook",
-           "register_module_forward_hook"]
+           "register_module_forward_hook", "register_module_backward_hook",
+           "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+           "register_module_buffer_registration_hook",
+           "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -38,14 +43,19 @@ class RemovableHandle:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
-        self.extra_dict_ref = weakref.ref(extra_dict) if extra_dict is not None else None
+        # ``extra_dict``: one dict or a list of dicts the id is also removed from (as PyTorch).
+        if extra_dict is None:
+            extra_dict = []
+        elif isinstance(extra_dict, dict):
+            extra_dict = [extra_dict]
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
 
     def remove(self):
         hooks_dict = self.hooks_dict_ref()
         if hooks_dict is not None and self.id in hooks_dict:
             del hooks_dict[self.id]
-        if self.extra_dict_ref is not None:
-            extra = self.extra_dict_ref()
+        for ref in self.extra_dict_ref:
+            extra = ref()
             if extra is not None and self.id in extra:
                 del extra[self.id]
 
@@ -74,22 +84,88 @@ def _addindent(s_, num_spaces):
 
 
 # Hooks registered for every module (register_module_forward_hook & co.).
+_global_buffer_registration_hooks = OrderedDict()
+_global_module_registration_hooks = OrderedDict()
+_global_parameter_registration_hooks = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+_global_is_full_backward_hook = None
 _global_forward_pre_hooks = OrderedDict()
 _global_forward_hooks = OrderedDict()
+_global_forward_hooks_with_kwargs = OrderedDict()
+_global_forward_hooks_always_called = OrderedDict()
+
+
+def _global_hook(hooks, hook, extra=None):
+    handle = RemovableHandle(hooks, extra_dict=extra)
+    hooks[handle.id] = hook
+    return handle
+
+
+def register_module_buffer_registration_hook(hook):
+    """``hook(module, name, buffer)`` runs whenever any module registers a buffer; a non-None
+    return value is registered instead."""
+    return _global_hook(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook):
+    """``hook(module, name, submodule)`` runs whenever any module registers a submodule; a
+    non-None return value is registered instead."""
+    return _global_hook(_global_module_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """``hook(module, name, param)`` runs whenever any module registers a parameter; a
+    non-None return value is registered instead."""
+    return _global_hook(_global_parameter_registration_hooks, hook)
 
 
 def register_module_forward_pre_hook(hook):
     """A forward pre-hook ``hook(module, args)`` common to all modules."""
-    handle = RemovableHandle(_global_forward_pre_hooks)
-    _global_forward_pre_hooks[handle.id] = hook
+    return _global_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """A forward hook ``hook(module, args, output)`` (``hook(module, args, kwargs, output)``
+    with ``with_kwargs``) common to all modules; ``always_call`` runs it even when forward
+    raises."""
+    handle = _global_hook(_global_forward_hooks, hook,
+                          [_global_forward_hooks_always_called,
+                           _global_forward_hooks_with_kwargs])
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
     return handle
 
 
-def register_module_forward_hook(hook):
-    """A forward hook ``hook(module, args, output)`` common to all modules."""
-    handle = RemovableHandle(_global_forward_hooks)
-    _global_forward_hooks[handle.id] = hook
-    return handle
+def _set_global_full_backward(full):
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is (not full):
+        raise RuntimeError(
+            "Cannot use both regular backward hooks and full backward hooks as a global "
+            "Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = full
+
+
+def register_module_backward_hook(hook):
+    """Deprecated non-full backward hook common to all modules (see
+    :meth:`Module.register_backward_hook`)."""
+    _set_global_full_backward(False)
+    return _global_hook(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """``hook(module, grad_output)`` common to all modules, run before their full backward
+    hooks."""
+    return _global_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """``hook(module, grad_input, grad_output)`` common to all modules (run before the
+    modules' own full backward hooks)."""
+    _set_global_full_backward(True)
+    return _global_hook(_global_backward_hooks, hook)
 
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
@@ -118,10 +194,12 @@ class Module:
     call_super_init = False
 
     def __init__(self, *args, **kwargs):
-        if args or kwargs:
-            raise TypeError(
-                f"{type(self).__name__}.__init__() got unexpected arguments: {args} {kwargs}"
-            )
+        if not self.call_super_init and kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                            f"argument '{next(iter(kwargs))}'")
+        if not self.call_super_init and args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
+                            f"{len(args) + 1} were given")
         # object.__setattr__ avoids our own __setattr__ before the dicts exist.
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -130,6 +208,8 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_hooks_with_kwargs", OrderedDict())
+        object.__setattr__(self, "_forward_hooks_always_called", OrderedDict())
+        object.__setattr__(self, "_is_full_backward_hook", None)
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
         object.__setattr__(self, "_backward_hooks", OrderedDict())
@@ -138,6 +218,9 @@ class Module:
         object.__setattr__(self, "_state_dict_pre_hooks", OrderedDict())
         object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
         object.__setattr__(self, "_load_state_dict_post_hooks", OrderedDict())
+        if self.call_super_init:
+            # cooperative multiple inheritance: the next class in the MRO gets the arguments
+            super().__init__(*args, **kwargs)
 
     def forward(self, *input):
         raise NotImplementedError(
@@ -165,6 +248,10 @@ class Module:
             )
         if isinstance(tensor, Buffer):
             tensor = tensor.data
+        for hook in _global_buffer_registration_hooks.values():
+            output = hook(self, name, tensor)
+            if output is not None:
+                tensor = output
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -197,6 +284,10 @@ class Module:
                 "the value in the forward() method."
             )
         else:
+            for hook in _global_parameter_registration_hooks.values():
+                output = hook(self, name, param)
+                if output is not None:
+                    param = output
             self._parameters[name] = param
 
     def add_module(self, name, module):
@@ -211,6 +302,10 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
+        for hook in _global_module_registration_hooks.values():
+            output = hook(self, name, module)
+            if output is not None:
+                module = output
         self._modules[name] = module
 
     def register_module(self, name, module):
@@ -308,6 +403,10 @@ class Module:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers,
                             self._non_persistent_buffers_set)
+                for hook in _global_module_registration_hooks.values():
+                    output = hook(self, name, value)
+                    if output is not None:
+                        value = output
                 modules[name] = value
             elif modules is not None and name in modules:
                 if value is not None:
@@ -315,6 +414,10 @@ class Module:
                         f"cannot assign '{_typename(value)}' as child module '{name}' "
                         "(torch.nn.Module or None expected)"
                     )
+                for hook in _global_module_registration_hooks.values():
+                    output = hook(self, name, value)
+                    if output is not None:
+                        value = output
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
@@ -351,8 +454,10 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for name in ("_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+        for name in ("_state_dict_pre_hooks", "_load_state_dict_post_hooks",
+                     "_forward_hooks_always_called"):
             self.__dict__.setdefault(name, OrderedDict())  # pickled before these existed
+        self.__dict__.setdefault("_is_full_backward_hook", None)
 
     # ------------------------------------------------------------------ iteration
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
@@ -535,6 +640,15 @@ class Module:
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
+    def share_memory(self):
+        """``share_memory_()`` on every parameter and buffer; returns ``self``."""
+        return self._apply(lambda t: t.share_memory_())
+
+    def compile(self, *args, **kwargs):
+        """PyTorch's in-place ``Module.compile``: ``ferrotorch.compile`` runs eagerly, so this
+        only checks the arguments and the module keeps being called as before."""
+        ferrotorch.compile(self._call_impl, *args, **kwargs)
+
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda() if device is None else t.cuda(device))
 
@@ -591,6 +705,10 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in self.__dict__.get("_state_dict_pre_hooks", {}).values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -599,7 +717,7 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            result = hook(self, destination, prefix, {})
+            result = hook(self, destination, prefix, local_metadata)
             if getattr(hook, "_from_public_api", False):
                 if result is not None:
                     raise RuntimeError("state_dict post-hook must return None")
@@ -677,14 +795,19 @@ class Module:
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing_keys, unexpected_keys, error_msgs = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
         def load(module, local_state_dict, prefix=""):
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
             for hook in module._load_state_dict_pre_hooks.values():
-                hook(local_state_dict, prefix, {}, True, missing_keys, unexpected_keys,
-                     error_msgs)
-            metadata = {"assign_to_params_buffers": assign}
-            module._load_from_state_dict(local_state_dict, prefix, metadata, True,
+                hook(local_state_dict, prefix, local_metadata, True, missing_keys,
+                     unexpected_keys, error_msgs)
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
                                          missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
@@ -695,8 +818,10 @@ class Module:
             incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
             for hook in module.__dict__.get("_load_state_dict_post_hooks", {}).values():
                 if hook(module, incompatible_keys) is not None:
-                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_"
-                                       "hook`` are not expected to return new values.")
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be "
+                        "modified, it should be done inplace.")
 
         load(self, state_dict)
         if strict:
@@ -770,20 +895,40 @@ class Module:
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
                               always_call=False):
         """``hook(module, args, output)`` runs after ``forward``; a non-None return value
-        replaces the output."""
+        replaces the output. With ``always_call`` it also runs (with ``output=None``) when
+        ``forward`` raises."""
         handle = RemovableHandle(self._forward_hooks,
-                                 extra_dict=self._forward_hooks_with_kwargs)
+                                 extra_dict=[self._forward_hooks_with_kwargs,
+                                             self._forward_hooks_always_called])
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def _set_full_backward(self, full):
+        if self._is_full_backward_hook is (not full):
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        self._is_full_backward_hook = full
+
+    def register_backward_hook(self, hook):
+        """Deprecated: ``hook(module, grad_input, grad_output)`` registered on the ``grad_fn``
+        of the module's (first) output, so ``grad_input`` are the gradients of that last
+        operation's inputs. Use :meth:`register_full_backward_hook`."""
+        self._set_full_backward(False)
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
         return handle
 
     def register_full_backward_hook(self, hook, prepend=False):
         """``hook(module, grad_input, grad_output)`` runs when the gradients with respect to
         the module's tensor inputs are computed. ``grad_input`` may be replaced by returning a
         tuple."""
+        self._set_full_backward(True)
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
         if prepend:
@@ -799,48 +944,123 @@ class Module:
             self._backward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def _get_backward_hooks(self):
+        """(full, non-full) backward hooks: the global ones first, as PyTorch."""
+        full, non_full = [], []
+        if _global_is_full_backward_hook is True:
+            full += _global_backward_hooks.values()
+        elif _global_is_full_backward_hook is False:
+            non_full += _global_backward_hooks.values()
+        if self._is_full_backward_hook is True:
+            full += self._backward_hooks.values()
+        elif self._is_full_backward_hook is False:
+            non_full += self._backward_hooks.values()
+        return full, non_full
+
     def _call_impl(self, *args, **kwargs):
         forward_call = self.forward
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_hooks
-                or _global_forward_pre_hooks):
+                or _global_forward_pre_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return forward_call(*args, **kwargs)
 
-        for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(),
-                                             self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError(
-                            "forward pre-hook must return None or a tuple of (new_args, "
-                            f"new_kwargs), but got {result}."
-                        )
-                    args, kwargs = result
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
+        result = None
+        called_always_called_hooks = set()
+        always_called = self.__dict__.get("_forward_hooks_always_called", {})
 
-        bw = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            bw = _BackwardHook(self)
-            args = bw.setup_input_hook(args)
+        def inner():
+            nonlocal result, args, kwargs
+            full_backward_hooks, non_full_backward_hooks = [], []
+            backward_pre_hooks = [*_global_backward_pre_hooks.values(),
+                                  *self._backward_pre_hooks.values()]
+            if self._backward_hooks or _global_backward_hooks:
+                full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
 
-        result = forward_call(*args, **kwargs)
+            for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(),
+                                                 self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    hook_result = hook(self, args, kwargs)
+                    if hook_result is not None:
+                        if not (isinstance(hook_result, tuple) and len(hook_result) == 2):
+                            raise RuntimeError(
+                                "forward pre-hook must return None or a tuple of (new_args, "
+                                f"new_kwargs), but got {hook_result}."
+                            )
+                        args, kwargs = hook_result
+                else:
+                    hook_result = hook(self, args)
+                    if hook_result is not None:
+                        args = hook_result if isinstance(hook_result, tuple) else (hook_result,)
 
-        for hook_id, hook in itertools.chain(_global_forward_hooks.items(),
-                                             self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                hook_result = hook(self, args, kwargs, result)
-            else:
-                hook_result = hook(self, args, result)
-            if hook_result is not None:
-                result = hook_result
+            bw = None
+            if full_backward_hooks or backward_pre_hooks:
+                bw = _BackwardHook(self, full_backward_hooks, backward_pre_hooks)
+                args = bw.setup_input_hook(args)
 
-        if bw is not None:
-            result = bw.setup_output_hook(result)
-        return result
+            result = forward_call(*args, **kwargs)
+
+            for hook_id, hook in itertools.chain(_global_forward_hooks.items(),
+                                                 self._forward_hooks.items()):
+                if hook_id in always_called or hook_id in _global_forward_hooks_always_called:
+                    called_always_called_hooks.add(hook_id)
+                if (hook_id in self._forward_hooks_with_kwargs
+                        or hook_id in _global_forward_hooks_with_kwargs):
+                    hook_result = hook(self, args, kwargs, result)
+                else:
+                    hook_result = hook(self, args, result)
+                if hook_result is not None:
+                    result = hook_result
+
+            if bw is not None:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a "
+                                  "Tensor or a tuple of Tensors but received "
+                                  f"{type(result)}", stacklevel=3)
+                result = bw.setup_output_hook(result)
+
+            if non_full_backward_hooks:
+                var = result
+                while not isinstance(var, Tensor):
+                    if isinstance(var, dict):
+                        var = next(v for v in var.values() if isinstance(v, Tensor))
+                    else:
+                        var = var[0]
+                if var.grad_fn is not None:
+                    for hook in non_full_backward_hooks:
+                        wrapped = functools.update_wrapper(functools.partial(hook, self), hook)
+                        var.grad_fn.register_hook(wrapped)
+            return result
+
+        try:
+            return inner()
+        except Exception:
+            # forward hooks registered with always_call=True run even when forward raised
+            for hook_id, hook in _global_forward_hooks.items():
+                if (hook_id in _global_forward_hooks_always_called
+                        and hook_id not in called_always_called_hooks):
+                    try:
+                        hook_result = hook(self, args, result)
+                        if hook_result is not None:
+                            result = hook_result
+                    except Exception as e:  # noqa: BLE001 (silenced, as PyTorch)
+                        warnings.warn("global module forward hook with ``always_call=True`` "
+                                      "raised an exception that was silenced as another error "
+                                      f"was raised in forward: {str(e)}", stacklevel=2)
+            for hook_id, hook in self._forward_hooks.items():
+                if hook_id in always_called and hook_id not in called_always_called_hooks:
+                    try:
+                        if hook_id in self._forward_hooks_with_kwargs:
+                            hook_result = hook(self, args, kwargs, result)
+                        else:
+                            hook_result = hook(self, args, result)
+                        if hook_result is not None:
+                            result = hook_result
+                    except Exception as e:  # noqa: BLE001 (silenced, as PyTorch)
+                        warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                      "exception that was silenced as another error was raised "
+                                      f"in forward: {str(e)}", stacklevel=2)
+            raise
 
     __call__ = _call_impl
 
@@ -873,81 +1093,118 @@ class Module:
 
 
 class _BackwardHook:
-    """Implements full backward hooks: the module's tensor inputs and outputs are routed
-    through identity ``autograd.Function``s so their gradients can be observed (and
-    replaced) when backward reaches them."""
+    """Implements full backward hooks as PyTorch's ``torch.utils.hooks.BackwardHook``: the
+    module's tensor inputs and outputs are routed through identity ``autograd.Function``s so
+    their gradients can be observed (and replaced) when backward reaches them.
+    ``grad_input``/``grad_output`` have one entry per positional argument/output: None for
+    non-tensors (and for unused outputs), zeros for tensors that do not require grad."""
 
-    def __init__(self, module):
+    def __init__(self, module, user_hooks, user_pre_hooks):
         self.module = module
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
         self.grad_outputs = None
-        self.n_inputs = 0
+        self.n_inputs = -1
+        self.input_tensors_index = None
+        self.n_outputs = -1
+        self.output_tensors_index = None
 
-    def _identity(self, tensors, on_backward):
+    @staticmethod
+    def _pack_with_none(indices, values, size):
+        res = [None] * size
+        for idx, val in zip(indices, values):
+            res[idx] = val
+        return tuple(res)
+
+    def _apply_on_tensors(self, args, on_backward, materialize):
         from ferrotorch.autograd import Function
+
+        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        tensors = [args[i] for i in idx]
+        if not (any(t.requires_grad for t in tensors) and ferrotorch.is_grad_enabled()):
+            return args, None
 
         class BackwardHookFunction(Function):
             @staticmethod
-            def forward(ctx, *args):
-                return tuple(a.view_as(a) for a in args)
+            def forward(ctx, *ts):
+                outs = tuple(t.view_as(t) for t in ts)
+                ctx.mark_non_differentiable(*[o for t, o in zip(ts, outs)
+                                              if not t.requires_grad])
+                ctx.set_materialize_grads(materialize)
+                ctx.shapes = [(t.shape, t.dtype, t.device) for t in ts]
+                return outs
 
             @staticmethod
             def backward(ctx, *grads):
-                res = on_backward(grads)
-                return tuple(res) if res is not None else grads
+                grads = tuple(
+                    _C.zeros(shape, dtype=dtype, device=device) if g is None and materialize
+                    else g for g, (shape, dtype, device) in zip(grads, ctx.shapes))
+                return on_backward(grads)
 
-        out = BackwardHookFunction.apply(*tensors)
-        return out if isinstance(out, tuple) else (out,)
+        new = BackwardHookFunction.apply(*tensors)
+        new = new if isinstance(new, tuple) else (new,)
+        out = list(args)
+        for i, t in zip(idx, new):
+            out[i] = t
+        return tuple(out), idx
 
     def setup_input_hook(self, args):
-        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-        self.n_inputs = len(args)
-        self.input_idx = idx if ferrotorch.is_grad_enabled() else []
-        if not self.input_idx:
-            return args
-
         def on_input_grads(grads):
-            grad_input = tuple(grads)
-            for hook in self.module._backward_hooks.values():
-                out = hook(self.module, grad_input, self.grad_outputs or ())
-                if out is not None:
-                    grad_input = tuple(out)
-            return grad_input
+            if self.grad_outputs is None:
+                return grads  # reached without passing through the outputs (double backward)
+            res = self._pack_with_none(self.input_tensors_index, grads, self.n_inputs)
+            for hook in self.user_hooks:
+                out = hook(self.module, res, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(res):
+                    raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                       f"got {len(out)}, but expected {len(res)}")
+                res = out
+            self.grad_outputs = None
+            return tuple(res[i] for i in self.input_tensors_index)
 
-        new = self._identity([args[i] for i in idx], on_input_grads)
-        args = list(args)
-        for i, t in zip(idx, new):
-            args[i] = t
-        return tuple(args)
+        res, self.input_tensors_index = self._apply_on_tensors(args, on_input_grads, True)
+        self.n_inputs = len(args)
+        return res
 
     def setup_output_hook(self, result):
-        if not ferrotorch.is_grad_enabled():
-            return result
-        single = isinstance(result, Tensor)
-        outs = (result,) if single else result
-        if not isinstance(outs, tuple):
-            return result
-        idx = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
-        if not idx:
-            return result
-
         def on_output_grads(grads):
-            grads = tuple(grads)
-            for hook in self.module._backward_pre_hooks.values():
-                out = hook(self.module, grads)
-                if out is not None:
-                    grads = tuple(out)
-            self.grad_outputs = grads
-            if not self.input_idx_present():
-                # No input requires grad: call the full hooks now with grad_input all None.
-                for hook in self.module._backward_hooks.values():
-                    hook(self.module, (None,) * self.n_inputs, grads)
-            return grads
+            self.grad_outputs = self._pack_with_none(self.output_tensors_index, grads,
+                                                     self.n_outputs)
+            expected_len = len(self.grad_outputs)
+            for hook in self.user_pre_hooks:
+                out = hook(self.module, self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != expected_len:
+                    raise RuntimeError("Backward pre hook returned an invalid number of "
+                                       f"grad_output, got {len(out)}, but expected "
+                                       f"{expected_len}")
+                self.grad_outputs = tuple(out)
+            local_grad_outputs = self.grad_outputs
+            if self.input_tensors_index is None:
+                # No input requires grad: the full hooks run now, with grad_input all None.
+                if self.user_hooks:
+                    warnings.warn(
+                        "Full backward hook is firing when gradients are computed with respect "
+                        "to module outputs since no inputs require gradients. See "
+                        "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch"
+                        ".nn.Module.register_full_backward_hook for more details.",
+                        stacklevel=2)
+                    grad_inputs = (None,) * self.n_inputs
+                    for hook in self.user_hooks:
+                        res = hook(self.module, grad_inputs, self.grad_outputs)
+                        if res is not None and not (isinstance(res, tuple)
+                                                    and all(el is None for el in res)):
+                            raise RuntimeError(
+                                "Backward hook for Modules where no input requires gradient "
+                                "should always return None or None for all gradients.")
+                self.grad_outputs = None
+            return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
 
-        new = self._identity([outs[i] for i in idx], on_output_grads)
-        outs = list(outs)
-        for i, t in zip(idx, new):
-            outs[i] = t
-        return outs[0] if single else tuple(outs)
-
-    def input_idx_present(self):
-        return bool(self.input_idx)
+        single = not isinstance(result, tuple)
+        outs = (result,) if single else result
+        res, self.output_tensors_index = self._apply_on_tensors(outs, on_output_grads, False)
+        self.n_outputs = len(outs)
+        return res[0] if single else res

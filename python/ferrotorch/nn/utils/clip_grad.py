@@ -3,7 +3,7 @@
 import math
 import warnings
 
-from ferrotorch import _C
+from ferrotorch import _C, linalg
 from ferrotorch.autograd.grad_mode import no_grad
 
 Tensor = _C.Tensor
@@ -16,7 +16,9 @@ def _grads(parameters):
 
 
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """The ``norm_type`` norm of all ``tensors`` viewed as one vector (a 0-d tensor)."""
+    """The ``norm_type`` norm of the per-tensor ``norm_type`` norms of ``tensors`` (a 0-d
+    tensor), as PyTorch: for p > 0 the norm of all elements viewed as one vector; ``inf`` /
+    ``-inf`` the largest / smallest per-tensor norm, 0 the number of nonzero tensors."""
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     tensors = list(tensors)
@@ -24,17 +26,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if not tensors:
         return _C.tensor(0.0)
     with no_grad():
-        if norm_type == math.inf:
-            norms = [t.abs().amax() for t in tensors]
-            total = norms[0]
-            for n in norms[1:]:
-                total = total.maximum(n)
-        else:
-            total = None
-            for t in tensors:
-                s = t.abs().pow(norm_type).sum().to(_C.float64)
-                total = s if total is None else total + s
-            total = total.pow(1.0 / norm_type).to(tensors[0].dtype)
+        norms = [linalg.vector_norm(t, norm_type) for t in tensors]
+        total = linalg.vector_norm(_C.stack(norms), norm_type)
     if error_if_nonfinite and not math.isfinite(total.item()):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "
@@ -47,16 +40,16 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                     foreach=None):
     r"""Scale the gradients in place so that their joint ``norm_type`` norm is at most
-    ``max_norm``; returns the total norm before clipping."""
+    ``max_norm`` (each is multiplied by ``min(max_norm / (total_norm + 1e-6), 1)``); returns
+    the total norm before clipping."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)  # a generator is walked twice
     grads = _grads(parameters)
     if not grads:
         return _C.tensor(0.0)
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite)
-    clip_coef = float(max_norm) / (total_norm.item() + 1e-6)
-    if clip_coef < 1.0:
-        with no_grad():
-            for g in grads:
-                g.mul_(clip_coef)
+    clip_grads_with_norm_(parameters, max_norm, total_norm)
     return total_norm
 
 

@@ -191,8 +191,8 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     r"""Stack a list of ``(L_i, *)`` tensors into ``(max L, B, *)`` (``(B, max L, *)`` with
     ``batch_first``), padding with ``padding_value`` on ``padding_side``."""
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got "
-                         f"{padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
+                           f"{padding_side}.")
     if isinstance(sequences, _C.Tensor):
         sequences = list(sequences.unbind(0))
     sequences = list(sequences)
