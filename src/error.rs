@@ -44,6 +44,29 @@ pub enum Error {
     Type(String),
     /// Anything else PyTorch reports as a RuntimeError.
     Runtime(String),
+    /// An error raised by user code the engine called back (a hook, a custom backward): the
+    /// Python layer re-raises the original exception, as PyTorch does.
+    Callback(CallbackError),
+}
+
+/// The error of a user callback: its message, and the original error object (for Python, the
+/// exception) kept opaque so the core needs no Python types.
+#[derive(Clone)]
+pub struct CallbackError {
+    pub message: String,
+    pub payload: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+}
+
+impl fmt::Debug for CallbackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("CallbackError").field(&self.message).finish()
+    }
+}
+
+impl PartialEq for CallbackError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message && std::sync::Arc::ptr_eq(&self.payload, &other.payload)
+    }
 }
 
 /// `Result<T, ferrotorch::Error>`.
@@ -91,6 +114,7 @@ impl fmt::Display for Error {
             Error::Index(m) | Error::Value(m) | Error::Type(m) | Error::Runtime(m) => {
                 f.write_str(m)
             }
+            Error::Callback(c) => f.write_str(&c.message),
         }
     }
 }

@@ -316,13 +316,18 @@ impl PyHookHandle {
     }
 }
 
+/// A Python exception raised by a callback (hook, custom backward) as a core error that
+/// carries the exception, so that it reaches the caller unchanged (type, message, traceback).
 pub(crate) fn py_err_to_error(py: Python<'_>, e: PyErr) -> Error {
     let ty = e
         .get_type(py)
         .name()
         .map(|n| n.to_string())
         .unwrap_or_default();
-    Error::Runtime(format!("{ty}: {}", e.value(py)))
+    Error::Callback(crate::error::CallbackError {
+        message: format!("{ty}: {}", e.value(py)),
+        payload: std::sync::Arc::new(e),
+    })
 }
 
 fn opt_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {

@@ -41,6 +41,10 @@ impl From<Error> for PyErr {
             // PyTorch's dtype-dispatch failures ("... not implemented for 'Long'") are
             // NotImplementedError, itself a RuntimeError subclass.
             Error::UnsupportedDType { .. } => PyNotImplementedError::new_err(msg),
+            Error::Callback(c) => match c.payload.downcast_ref::<PyErr>() {
+                Some(original) => Python::attach(|py| original.clone_ref(py)),
+                None => PyRuntimeError::new_err(msg),
+            },
             _ => PyRuntimeError::new_err(msg),
         }
     }

@@ -508,8 +508,28 @@ def test_custom_function_error_from_backward_propagates():
             raise ValueError("boom")
 
     y = Bad.apply(leaf([1.0]))
-    with pytest.raises(RuntimeError, match="boom"):
+    # The original exception comes out unchanged (type and message), as in PyTorch.
+    with pytest.raises(ValueError, match="^boom$"):
         y.backward(ft.ones_like(y))
+
+
+def test_errors_raised_by_hooks_keep_their_type():
+    x = leaf([1.0, 2.0])
+
+    def bad_hook(g):
+        raise KeyError("from hook")
+
+    h = x.register_hook(bad_hook)
+    with pytest.raises(KeyError, match="from hook"):
+        (x * 2).sum().backward()
+    h.remove()
+    with ft.autograd.graph.saved_tensors_hooks(lambda t: t, lambda p: 1 / 0):
+        y = (x * x).sum()
+    with pytest.raises(ZeroDivisionError):
+        y.backward()
+    # The graph and the engine are still usable afterwards.
+    (x * 3).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
 
 
 # ---------------------------------------------------------------------------- functional
