@@ -1,4 +1,6 @@
-"""``autocast``: mixed precision by op, as ``torch.autocast``.
+"""``autocast``: mixed precision by op, as ``torch.autocast``, and ``torch``'s autocast state
+functions (``get/set_autocast_dtype``, ``is/set_autocast_enabled``, the cache flag, the
+nesting counter and the deprecated ``*_cpu_*``/``*_gpu_*`` spellings).
 
 Inside an enabled region, the ops that profit from low precision (matrix products,
 ``linear``, convolutions, attention) cast their floating-point tensor arguments to the region's
@@ -6,9 +8,15 @@ dtype (bfloat16 on the CPU, float16 on CUDA by default), and the ops that need r
 accuracy (the losses; on CUDA also softmax, log-softmax, norms, reductions) cast them up to
 float32, following PyTorch's per-device op lists. Casts are
 ordinary differentiable ``.to()`` calls, so gradients reach float32 parameters in float32.
-The state is thread-local, and regions nest (``enabled=False`` inside an enabled region turns
-it off). The wrappers are swapped in when the first region (in any thread) is entered and
-swapped out when the last one is left, so code outside autocast runs the unwrapped ops.
+The state is thread-local and kept as PyTorch's: per device type an enabled flag and an
+autocast dtype (what ``autocast(dtype=None)`` uses and ``set_autocast_dtype`` changes). Regions
+nest (``enabled=False`` inside an enabled region turns it off) and restore the state on exit.
+The wrappers are swapped in when the first region (in any thread) is entered, or while
+``set_autocast_enabled`` has autocast on outside a region, and swapped out after the last, so
+code outside autocast runs the unwrapped ops.
+
+Autocast on ferrotorch casts per call and keeps no cast cache: the cache flag is recorded and
+reported, and ``clear_autocast_cache`` has nothing to drop.
 """
 
 import functools
@@ -22,44 +30,191 @@ __all__ = ["autocast", "is_autocast_available", "get_autocast_dtype", "is_autoca
 
 Tensor = _C.Tensor
 
-_LOCAL = threading.local()
-_DEFAULT_DTYPES = {"cpu": _C.bfloat16, "cuda": _C.float16}
+# PyTorch's device types (the error for any other name lists them); the default autocast dtype
+# is bfloat16 on cpu/xla/hpu and float16 elsewhere.
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+                 "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                 "privateuseone")
+_BF16_DEVICES = ("cpu", "xla", "hpu")
+_NATIVE = ("cpu", "cuda")  # the device types whose ops autocast rewrites (others: state only)
 _SUPPORTED = {"cpu": (_C.bfloat16, _C.float16), "cuda": (_C.float16, _C.bfloat16)}
-# Regions entered in any thread and not yet left; the wrappers are installed while > 0.
+# Holders (regions, and threads with autocast set on outside one) in any thread; the wrappers
+# are installed while > 0.
 _active_regions = 0
 _active_lock = threading.Lock()
 # (namespace, name, original, wrapper) for every op autocast handles.
 _SWAPS = []
 
 
-def _states():
-    """This thread's autocast dtype per device type (None where autocast is off)."""
-    states = getattr(_LOCAL, "states", None)
-    if states is None:
-        states = _LOCAL.states = {"cpu": None, "cuda": None}
-    return states
+class _ThreadState(threading.local):
+    """This thread's autocast state (``__init__`` runs once per thread)."""
+
+    def __init__(self):
+        self.dtypes = {}  # device type -> set dtype (absent: the default)
+        self.enabled = {}  # device type -> bool (absent: off)
+        self.cache = True
+        self.nesting = 0  # autocast_increment/decrement_nesting's counter (regions bump it too)
+        self.depth = 0  # open regions
+        self.holds = False  # this thread holds the wrappers for set_autocast_enabled
+
+
+_STATE = _ThreadState()
+
+
+def _check_device(device_type):
+    if not isinstance(device_type, str):
+        raise TypeError(f"expected a device type string, got {type(device_type).__name__}")
+    if device_type not in _DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of "
+                           f"device string: {device_type}")
+    return device_type
+
+
+def _default_dtype(device_type):
+    return _C.bfloat16 if device_type in _BF16_DEVICES else _C.float16
+
+
+def _active_dtype(device_type):
+    """The dtype ops on ``device_type`` are cast to (None where autocast is off or the device
+    has no autocast op lists)."""
+    if device_type in _NATIVE and _STATE.enabled.get(device_type):
+        return _STATE.dtypes.get(device_type) or _default_dtype(device_type)
+    return None
+
+
+def _retain(delta):
+    """Count a holder of the op wrappers in (+1) or out (-1), swapping them at zero."""
+    global _active_regions
+    with _active_lock:
+        if delta > 0 and _active_regions == 0:
+            _swap(install=True)
+        _active_regions += delta
+        if delta < 0 and _active_regions == 0:
+            _swap(install=False)
+
+
+def _hold_wrappers():
+    """Keep the op wrappers installed while this thread has autocast switched on by
+    ``set_autocast_enabled`` outside any region (open regions hold them themselves)."""
+    want = any(_STATE.enabled.get(d) for d in _NATIVE)
+    if want == _STATE.holds or (want and _STATE.depth > 0):
+        return
+    _retain(1 if want else -1)
+    _STATE.holds = want
+
+
+def _deprecated(old, new):
+    warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.",
+                  DeprecationWarning, stacklevel=3)
 
 
 def is_autocast_available(device_type):
     """Whether autocast supports ``device_type`` ('cpu' and 'cuda')."""
-    return device_type in _DEFAULT_DTYPES
+    return device_type in _SUPPORTED
 
 
+# ------------------------------------------------------------------ dtype
 def get_autocast_dtype(device_type):
-    """The dtype autocast uses on ``device_type`` (the enclosing region's, else the
-    default)."""
-    return _states().get(device_type) or _DEFAULT_DTYPES[device_type]
+    """The dtype autocast uses on ``device_type``: the region's, or the one set by
+    ``set_autocast_dtype`` (bfloat16 on the CPU, float16 on CUDA by default)."""
+    _check_device(device_type)
+    return _STATE.dtypes.get(device_type) or _default_dtype(device_type)
 
 
+def set_autocast_dtype(device_type, dtype):
+    """Set the dtype autocast uses on ``device_type`` (also inside an open region, until it
+    ends)."""
+    _check_device(device_type)
+    if not isinstance(dtype, _C.dtype):
+        raise TypeError(f"set_autocast_dtype(): argument 'dtype' (position 2) must be "
+                        f"torch.dtype, not {type(dtype).__name__}")
+    _STATE.dtypes[device_type] = dtype
+
+
+# ------------------------------------------------------------------ enabled
 def is_autocast_enabled(device_type=None):
-    """Whether an enabled autocast region for ``device_type`` (default 'cuda', as PyTorch's
-    legacy form) surrounds this call."""
-    return _states().get(device_type or "cuda") is not None
+    """Whether autocast is on for ``device_type`` (no argument: CUDA, PyTorch's legacy
+    form)."""
+    return _STATE.enabled.get(_check_device("cuda" if device_type is None else device_type),
+                              False)
 
 
+def set_autocast_enabled(device_type, enabled=None):
+    """``set_autocast_enabled(device_type, enabled)``, or the legacy
+    ``set_autocast_enabled(enabled)`` for CUDA."""
+    if enabled is None and isinstance(device_type, bool):
+        device_type, enabled = "cuda", device_type
+    _check_device(device_type)
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_autocast_enabled(): argument 'enabled' (position 2) must be bool, "
+                        f"not {type(enabled).__name__}")
+    _STATE.enabled[device_type] = enabled
+    if device_type in _NATIVE:
+        _hold_wrappers()
+
+
+# ------------------------------------------------------------------ cache and nesting
+def is_autocast_cache_enabled():
+    return _STATE.cache
+
+
+def set_autocast_cache_enabled(enabled):
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_autocast_cache_enabled(): argument 'enabled' (position 1) must be "
+                        f"bool, not {type(enabled).__name__}")
+    _STATE.cache = enabled
+
+
+def clear_autocast_cache():
+    """Nothing to clear: ferrotorch's autocast casts per call and caches no casts."""
+
+
+def autocast_increment_nesting():
+    _STATE.nesting += 1
+    return _STATE.nesting
+
+
+def autocast_decrement_nesting():
+    _STATE.nesting -= 1
+    return _STATE.nesting
+
+
+# ------------------------------------------------------------------ deprecated spellings
+def get_autocast_cpu_dtype():
+    _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_dtype(dtype):
+    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
+
+
+def is_autocast_cpu_enabled():
+    _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled):
+    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_gpu_dtype():
+    _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("cuda")
+
+
+def set_autocast_gpu_dtype(dtype):
+    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
+    set_autocast_dtype("cuda", dtype)
+
+
+# ------------------------------------------------------------------ regions
 class autocast:  # noqa: N801 (PyTorch's name)
     """Context manager and decorator: run the enclosed ops in mixed precision on
-    ``device_type``."""
+    ``device_type``. As ``torch.autocast``, entry sets the device's dtype and enabled flag and
+    the cache flag and bumps the nesting counter; exit restores them."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
@@ -68,7 +223,7 @@ class autocast:  # noqa: N801 (PyTorch's name)
             raise RuntimeError(
                 f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
-        self.fast_dtype = _DEFAULT_DTYPES[device_type] if dtype is None else dtype
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._cache_enabled = cache_enabled
         if enabled and device_type == "cuda":
             from ferrotorch import cuda
@@ -91,23 +246,29 @@ class autocast:  # noqa: N801 (PyTorch's name)
         self._saved = []
 
     def __enter__(self):
-        global _active_regions
-        states = _states()
-        self._saved.append(states[self.device])
-        states[self.device] = self.fast_dtype if self._enabled else None
-        with _active_lock:
-            if _active_regions == 0:
-                _swap(install=True)
-            _active_regions += 1
+        state = _STATE
+        self._saved.append((state.dtypes.get(self.device), state.enabled.get(self.device, False),
+                            state.cache))
+        state.dtypes[self.device] = self.fast_dtype
+        state.enabled[self.device] = self._enabled
+        if self._cache_enabled is not None:
+            state.cache = bool(self._cache_enabled)
+        state.nesting += 1
+        state.depth += 1
+        _retain(1)
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        global _active_regions
-        _states()[self.device] = self._saved.pop()
-        with _active_lock:
-            _active_regions -= 1
-            if _active_regions == 0:
-                _swap(install=False)
+        state = _STATE
+        dtype, state.enabled[self.device], state.cache = self._saved.pop()
+        if dtype is None:
+            state.dtypes.pop(self.device, None)
+        else:
+            state.dtypes[self.device] = dtype
+        state.nesting -= 1
+        state.depth -= 1
+        _hold_wrappers()  # set_autocast_enabled may have turned autocast on inside the region
+        _retain(-1)
         return False
 
     def __call__(self, func):
@@ -127,7 +288,7 @@ def _region_dtype(args, kwargs, devices=("cpu", "cuda")):
             a = next((t for t in a if isinstance(t, Tensor)), None)
         if isinstance(a, Tensor) and a.dtype.is_floating_point:
             device = a.device.type
-            return _states().get(device) if device in devices else None
+            return _active_dtype(device) if device in devices else None
     return None
 
 
@@ -214,7 +375,7 @@ def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
 
     @functools.wraps(fwd)
     def decorate_fwd(*args, **kwargs):
-        region = _states().get(device_type)
+        region = _active_dtype(device_type)
         args[0]._fwd_used_autocast = region is not None
         args[0]._dtype = region
         if cast_inputs is None or region is None:
