@@ -116,5 +116,18 @@ from ferrotorch import cpu  # noqa: E402,F811 torch.cpu (device module, cpu.amp)
 from ferrotorch import compiler  # noqa: E402 torch.compiler (is_compiling, disable...)
 from ferrotorch import jit  # noqa: E402 torch.jit's eager-mode helpers (is_scripting, unused...)
 from ferrotorch.amp import GradScaler  # noqa: E402 torch.GradScaler
+from ferrotorch import _torch_functional  # noqa: E402,F401 torch.kl_div, torch.convolution...
+from ferrotorch.amp.autocast_mode import (  # noqa: E402 torch.get/set_autocast_dtype & co.
+    autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,
+    get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled,
+    is_autocast_cpu_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype,
+)
+from ferrotorch import _runtime_flags  # noqa: E402,F401 is_inference, has_lapack, get_device_module
+from ferrotorch import _tensor_members  # noqa: E402,F401 Tensor.set_/output_nr/..., nonzero_static
+from ferrotorch import storage, version  # noqa: E402 torch.storage, torch.version
+from ferrotorch import quasirandom  # noqa: E402 torch.quasirandom (SobolEngine)
+from ferrotorch._binomial import binomial  # noqa: E402 torch.binomial
+from ferrotorch._linalg_householder import geqrf, orgqr, ormqr  # noqa: E402 torch.geqrf & co.
 from ferrotorch import _out  # noqa: E402 the out= keyword of torch.add & co. (wraps the above)
 _out._install()

@@ -3,6 +3,8 @@
 The numerics live in Rust (``nalgebra`` for SVD/eigh/LU, own Householder QR and Cholesky, the
 ``gemm`` crate for products); this module only gives the functions PyTorch's signatures and
 named-tuple results. Decompositions support float32/float64 and batch over leading dims.
+``householder_product`` and the LDL^T functions (``ldl_factor[_ex]``, ``ldl_solve``) are
+written with tensor ops in :mod:`ferrotorch._linalg_householder`.
 
 >>> import ferrotorch as torch
 >>> A = torch.tensor([[4.0, 0.0], [0.0, 9.0]])
@@ -15,6 +17,12 @@ import math
 from collections import namedtuple
 
 from ferrotorch import _C
+from ferrotorch._linalg_householder import (  # noqa: F401 (re-exported)
+    householder_product,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
+)
 
 Tensor = _C.Tensor
 
@@ -54,6 +62,10 @@ __all__ = [
     "vander",
     "vecdot",
     "vector_norm",
+    "householder_product",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
 ]
 
 # Named results, like ``torch.return_types.*``.

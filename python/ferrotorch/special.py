@@ -2,12 +2,28 @@
 trigamma, the Hurwitz zeta and through it polygamma of every order) or written with the
 existing tensor ops (so autograd flows through them). The Bessel functions other than
 ``i0`` / ``i0e`` and ``erfcx`` are in :mod:`ferrotorch._special_bessel` (Cephes
-approximations with tensor ops)."""
+approximations with tensor ops); the orthogonal polynomials (Chebyshev, shifted Chebyshev,
+Hermite, Laguerre, Legendre) and ``airy_ai`` in :mod:`ferrotorch._special_poly`."""
 
 import math
 
 from ferrotorch import _C
 from ferrotorch import _special_bessel as _sb
+from ferrotorch._special_poly import (  # noqa: F401 (re-exported)
+    airy_ai,
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
+)
 from ferrotorch._compare import logit as _logit
 
 Tensor = _C.Tensor
@@ -19,7 +35,11 @@ __all__ = [
     "gammainc", "gammaincc", "i1", "i1e", "erfcx", "bessel_j0", "bessel_j1", "bessel_y0",
     "bessel_y1", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
     "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-    "spherical_bessel_j0",
+    "spherical_bessel_j0", "airy_ai", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p",
 ]
 
 _SQRT1_2 = math.sqrt(0.5)
