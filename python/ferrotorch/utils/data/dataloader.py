@@ -8,8 +8,10 @@ reorders results so batches come out in sampler order, exactly as with ``num_wor
 
 import itertools
 import multiprocessing
+import os
 import pickle
 import queue
+import warnings
 
 from ferrotorch import _C
 from ferrotorch.utils.data import _utils
@@ -43,6 +45,16 @@ def _default_context():
     return multiprocessing.get_context("spawn")
 
 
+def _accelerator_available():
+    """Whether an accelerator (CUDA) is usable, for the ``pin_memory`` warning."""
+    try:
+        import ferrotorch
+
+        return bool(ferrotorch.cuda.is_available())
+    except Exception:  # noqa: BLE001 (no CUDA support built)
+        return False
+
+
 class _InfiniteConstantSampler(Sampler):
     """Yields ``None`` forever: the sampler used for iterable-style datasets."""
 
@@ -68,6 +80,8 @@ class DataLoader:
     >>> [b[0].tolist() for b in torch.utils.data.DataLoader(ds, batch_size=2)]
     [[0, 1], [2, 3], [4]]
     """
+
+    _DataLoader__initialized = False
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
@@ -146,7 +160,67 @@ class DataLoader:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
+        self.__initialized = True
+        self._IterableDataset_len_called = None
         self._iterator = None
+        self.check_worker_number_rationality()
+
+    @property
+    def multiprocessing_context(self):
+        return self.__multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, multiprocessing_context):
+        if multiprocessing_context is not None:
+            if self.num_workers > 0:
+                if isinstance(multiprocessing_context, str):
+                    valid_start_methods = multiprocessing.get_all_start_methods()
+                    if multiprocessing_context not in valid_start_methods:
+                        raise ValueError(
+                            "multiprocessing_context option should specify a valid start "
+                            f"method in {valid_start_methods!r}, but got "
+                            f"multiprocessing_context={multiprocessing_context!r}")
+                    multiprocessing_context = multiprocessing.get_context(
+                        multiprocessing_context)
+                if not isinstance(multiprocessing_context, multiprocessing.context.BaseContext):
+                    raise TypeError(
+                        "multiprocessing_context option should be a valid context object or a "
+                        "string specifying the start method, but got "
+                        f"multiprocessing_context={multiprocessing_context}")
+            else:
+                raise ValueError(
+                    "multiprocessing_context can only be used with multi-process loading "
+                    f"(num_workers > 0), but got num_workers={self.num_workers}")
+        self.__multiprocessing_context = multiprocessing_context
+
+    def __setattr__(self, attr, val):
+        if self.__initialized and attr in ("batch_size", "batch_sampler", "sampler",
+                                           "drop_last", "dataset", "persistent_workers"):
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{self.__class__.__name__} is initialized")
+        super().__setattr__(attr, val)
+
+    def check_worker_number_rationality(self):
+        """Warn (as PyTorch does) when more workers are requested than CPUs are usable."""
+        if not self.num_workers:
+            return
+        cpuset_checked = hasattr(os, "sched_getaffinity")
+        max_num_worker_suggest = len(os.sched_getaffinity(0)) if cpuset_checked \
+            else os.cpu_count()
+        if max_num_worker_suggest is None or self.num_workers > max_num_worker_suggest:
+            if max_num_worker_suggest is None:
+                suggested = ("DataLoader is not able to compute a suggested max number of "
+                             "worker in current system.")
+            else:
+                suggested = (f"Our suggested max number of worker in current system is "
+                             f"{max_num_worker_suggest}"
+                             f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}"
+                             ", which is smaller than what this DataLoader is going to create.")
+            warnings.warn(
+                f"This DataLoader will create {self.num_workers} worker processes in total. "
+                f"{suggested} Please be aware that excessive worker creation might get "
+                "DataLoader running slow or even freeze, lower the worker number to avoid "
+                "potential slowness/freeze if necessary.", stacklevel=2)
 
     @property
     def _auto_collation(self):
@@ -172,7 +246,7 @@ class DataLoader:
 
     def __len__(self):
         if self._dataset_kind == "iterable":
-            length = len(self.dataset)
+            length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:
                 from math import ceil
 
@@ -192,6 +266,10 @@ class _BaseDataLoaderIter:
         self._num_workers = loader.num_workers
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
+        self._IterableDataset_len_called = loader._IterableDataset_len_called
+        if loader.pin_memory and not _accelerator_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.", stacklevel=2)
         self._sampler_iter = iter(self._index_sampler)
         self._base_seed = _new_seed() if loader.generator is None else int(
             _C.randint(0, 2 ** 62, (1,), generator=loader.generator).item())
@@ -210,6 +288,18 @@ class _BaseDataLoaderIter:
     def __next__(self):
         data = self._next_data()
         self._num_yielded += 1
+        if self._dataset_kind == "iterable" and self._IterableDataset_len_called is not None \
+                and self._num_yielded > self._IterableDataset_len_called:
+            warn_msg = (f"Length of IterableDataset {self._dataset} was reported to be "
+                        f"{self._IterableDataset_len_called}(when accessing len(dataloader)), "
+                        f"but {self._num_yielded} samples have been fetched. ")
+            if self._num_workers > 0:
+                warn_msg += (
+                    "For multiprocessing data-loading, this could be caused by not properly "
+                    "configuring the IterableDataset replica at each worker. Please see "
+                    "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset"
+                    " for examples.")
+            warnings.warn(warn_msg, stacklevel=2)
         return data
 
     def __len__(self):

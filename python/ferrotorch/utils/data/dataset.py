@@ -5,14 +5,17 @@ import bisect
 import math
 import warnings
 from itertools import accumulate
+from typing import Generic, Iterable, TypeVar
 
 __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
     "ChainDataset", "Subset", "random_split",
 ]
 
+_T_co = TypeVar("_T_co", covariant=True)
 
-class Dataset:
+
+class Dataset(Generic[_T_co]):
     r"""A map-style dataset: subclasses implement ``__getitem__(index)`` and usually
     ``__len__``."""
 
@@ -23,12 +26,10 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
-    r"""An iterable-style dataset: subclasses implement ``__iter__``. With worker processes,
-    each worker iterates its own copy (use :func:`get_worker_info` to split the work)."""
-
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+class IterableDataset(Dataset[_T_co], Iterable[_T_co]):
+    r"""An iterable-style dataset: subclasses implement ``__iter__`` (abstract, as in PyTorch).
+    With worker processes, each worker iterates its own copy (use :func:`get_worker_info` to
+    split the work)."""
 
     def __add__(self, other):
         return ChainDataset([self, other])
@@ -64,6 +65,8 @@ class StackDataset(Dataset):
             raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
                              "``kwargs``) like input/output, but both types are given.")
         datasets = args or tuple(kwargs.values())
+        if not datasets:
+            raise ValueError("At least one dataset should be passed")
         self._length = len(datasets[0])
         if any(self._length != len(d) for d in datasets):
             raise ValueError("Size mismatch between datasets")
@@ -73,6 +76,22 @@ class StackDataset(Dataset):
         if isinstance(self.datasets, dict):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices):
+        def fetch(d):
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError("Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(items)}")
+                return items
+            return [d[idx] for idx in indices]
+
+        if isinstance(self.datasets, dict):
+            columns = {k: fetch(d) for k, d in self.datasets.items()}
+            return [{k: col[i] for k, col in columns.items()} for i in range(len(indices))]
+        columns = [fetch(d) for d in self.datasets]
+        return [tuple(col[i] for col in columns) for i in range(len(indices))]
 
     def __len__(self):
         return self._length
@@ -119,10 +138,17 @@ class ChainDataset(IterableDataset):
 
     def __iter__(self):
         for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
             yield from d
 
     def __len__(self):
-        return sum(len(d) for d in self.datasets)
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
 
 
 class Subset(Dataset):

@@ -1,6 +1,7 @@
 """Samplers: iterables of dataset indices (``torch.utils.data.sampler``)."""
 
 import math
+from typing import Generic, TypeVar
 
 from ferrotorch import _C
 
@@ -35,7 +36,10 @@ def _randperm(n, generator=None):
     return _C.randperm(n, generator=generator).tolist()
 
 
-class Sampler:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Sampler(Generic[_T_co]):
     r"""Base class: subclasses implement ``__iter__`` (and usually ``__len__``)."""
 
     def __init__(self, data_source=None):

@@ -6,6 +6,7 @@ through as lists.
 """
 
 import collections
+import copy
 import re
 
 import numpy as np
@@ -36,6 +37,11 @@ def default_convert(data):
         return _C.as_tensor(data)
     if isinstance(data, collections.abc.Mapping):
         try:
+            if isinstance(data, collections.abc.MutableMapping):
+                # keep the mapping's extra state (e.g. a defaultdict's default_factory)
+                clone = copy.copy(data)
+                clone.update({key: default_convert(data[key]) for key in data})
+                return clone
             return elem_type({key: default_convert(data[key]) for key in data})
         except TypeError:
             return {key: default_convert(data[key]) for key in data}
@@ -45,6 +51,11 @@ def default_convert(data):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
         try:
+            if isinstance(data, collections.abc.MutableSequence):
+                clone = copy.copy(data)
+                for i, d in enumerate(data):
+                    clone[i] = default_convert(d)
+                return clone
             return elem_type([default_convert(d) for d in data])
         except TypeError:
             return [default_convert(d) for d in data]
@@ -60,7 +71,11 @@ def _collate_tensor(batch):
                 f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
                 f"and {list(t.shape)} at entry {i}"
             )
-    return _C.stack([t.detach() if t.requires_grad else t for t in batch], 0)
+    from ferrotorch.utils.data._utils.worker import get_worker_info
+
+    if get_worker_info() is not None:  # batches leave the worker pickled: no autograd graph
+        batch = [t.detach() if t.requires_grad else t for t in batch]
+    return _C.stack(batch, 0)
 
 
 def default_collate(batch):
@@ -92,6 +107,11 @@ def default_collate(batch):
         return batch
     if isinstance(elem, collections.abc.Mapping):
         try:
+            if isinstance(elem, collections.abc.MutableMapping):
+                # keep the mapping's extra state (e.g. a defaultdict's default_factory)
+                clone = copy.copy(elem)
+                clone.update({key: default_collate([d[key] for d in batch]) for key in elem})
+                return clone
             return elem_type({key: default_collate([d[key] for d in batch]) for key in elem})
         except TypeError:
             return {key: default_collate([d[key] for d in batch]) for key in elem}
@@ -106,6 +126,11 @@ def default_collate(batch):
         if isinstance(elem, tuple):
             return [default_collate(samples) for samples in transposed]
         try:
+            if isinstance(elem, collections.abc.MutableSequence):
+                clone = copy.copy(elem)
+                for i, samples in enumerate(transposed):
+                    clone[i] = default_collate(samples)
+                return clone
             return elem_type([default_collate(samples) for samples in transposed])
         except TypeError:
             return [default_collate(samples) for samples in transposed]

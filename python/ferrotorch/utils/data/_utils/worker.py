@@ -15,6 +15,8 @@ class WorkerInfo:
     num_workers: int
     seed: int
     dataset: object
+    rng: object = None
+    worker_method: str = "multiprocessing"
 
 
 def get_worker_info():
@@ -102,6 +104,17 @@ def _create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
     return cls(dataset, auto_collation, collate_fn, drop_last)
 
 
+def _seed_numpy(base_seed, worker_id):
+    """Seed NumPy's global RNG per worker (as PyTorch does), so workers forked from one
+    process do not draw identical NumPy random numbers."""
+    try:
+        import numpy as np
+    except ImportError:
+        return
+    entropy = [worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]
+    np.random.seed(np.random.SeedSequence(entropy).generate_state(4))
+
+
 def _worker_loop(kind, dataset, index_queue, data_queue, done_event, auto_collation,
                  collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers):
     """Runs in a worker process: fetch the batches whose indices arrive on ``index_queue``
@@ -114,6 +127,7 @@ def _worker_loop(kind, dataset, index_queue, data_queue, done_event, auto_collat
         random.seed(seed)
         if hasattr(ferrotorch, "manual_seed"):
             ferrotorch.manual_seed(seed)
+        _seed_numpy(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
         init_exception = None
