@@ -423,6 +423,59 @@ def case_conv2d(backward):
     return {"ferrotorch": lambda: conv_fn(ft), "torch": lambda: conv_fn(torch)}
 
 
+def case_conv2d_wide(quick):
+    """Conv2d(64, 64, 3, padding=1) on 16x64x56x56 float32 (8x64x28x28 quick), forward +
+    backward from a random upstream gradient (sum()'s constant gradient takes a shortcut)."""
+    shape = (8, 64, 28, 28) if quick else (16, 64, 56, 56)
+    xb, gb = rand(shape), rand(shape)
+
+    def conv_fn(lib):
+        lib.manual_seed(0)
+        conv = lib.nn.Conv2d(64, 64, 3, padding=1)
+        x, g = lib.from_numpy(xb).requires_grad_(), lib.from_numpy(gb)
+
+        def fwd_bwd():
+            x.grad = None
+            conv.zero_grad()
+            conv(x).backward(g)
+            return x.grad
+
+        return fwd_bwd
+
+    return {"ferrotorch": lambda: conv_fn(ft), "torch": lambda: conv_fn(torch)}
+
+
+def case_cnn_sgd_step():
+    """One SGD step of a 3-block CNN (conv-BN-ReLU-pool x3, linear) on 64x3x32x32."""
+    rng = np.random.default_rng(0)
+    xb = rng.standard_normal((64, 3, 32, 32)).astype(np.float32)
+    yb = rng.integers(0, 10, 64)
+
+    def step_fn(lib):
+        lib.manual_seed(0)
+        nn = lib.nn
+
+        def block(cin, cout):
+            return [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
+
+        model = nn.Sequential(*block(3, 32), nn.MaxPool2d(2), *block(32, 64), nn.MaxPool2d(2),
+                              *block(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                              nn.Linear(128, 10))
+        opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x, y = lib.from_numpy(xb), lib.from_numpy(yb)
+
+        def step():
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    return {"ferrotorch": lambda: step_fn(ft), "torch": lambda: step_fn(torch)}
+
+
 def cases(quick):
     big = 1_000_000 if quick else 10_000_000
     tn = 1024 if quick else 4096
@@ -457,6 +510,8 @@ def cases(quick):
         ("MLP 784-256-10 Adam step, batch 64", case_mlp_adam_step(), None),
         ("Conv2d(3,32,3,p=1) fwd 16x3x32x32", case_conv2d(False), None),
         ("Conv2d(3,32,3,p=1) fwd+bwd 16x3x32x32", case_conv2d(True), None),
+        ("Conv2d(64,64,3,p=1) fwd+bwd(random grad)", case_conv2d_wide(quick), None),
+        ("CNN (3 conv blocks) SGD step, batch 64", case_cnn_sgd_step(), None),
     ]
     return out
 
