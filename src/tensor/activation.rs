@@ -2,7 +2,9 @@
 //! `log_sigmoid`): one fused pass on the CPU, a short chain of device kernels on CUDA, and one
 //! autograd node saving only the input, with PyTorch's gradient at the kinks (leaky_relu
 //! passes `negative_slope` at 0, elu takes its negative branch at 0, log_sigmoid's gradient
-//! at 0 is 1/2). The backward formulas are tensor ops, so double backward works everywhere.
+//! at 0 is 1/2). The backward formulas are tensor ops, so double backward works everywhere;
+//! when the gradient need not be differentiable (no `create_graph`) the CPU computes it in one
+//! fused pass over `(grad, input)` instead ([`fused_grad`]).
 
 use super::elementwise::{map_one, record_misc};
 use super::elementwise_grad::piecewise_constant_grad;
@@ -66,8 +68,53 @@ fn fused_cpu(
     Ok(out.to_dtype(dt))
 }
 
+/// The gradient `f(g, x)` in one pass on the CPU, when it need not be differentiable (no
+/// `create_graph`) and `g` and `x` share shape and a float32/float64 dtype. `None`: use the
+/// tensor-op formula (differentiable, every device and dtype).
+fn fused_grad(
+    g: &Tensor,
+    x: &Tensor,
+    f32_fn: impl Fn(f32, f32) -> f32 + Sync + Send,
+    f64_fn: impl Fn(f64, f64) -> f64 + Sync + Send,
+) -> Option<Result<Tensor>> {
+    fn typed<T: crate::Element>(
+        g: &Tensor,
+        x: &Tensor,
+        f: impl Fn(T, T) -> T + Sync + Send,
+    ) -> Result<Tensor> {
+        let (gs, xs) = (g.storage_slice::<T>()?, x.storage_slice::<T>()?);
+        let out = crate::cpu::strided::map2(gs, g.layout(), xs, x.layout(), f);
+        Ok(Tensor::from_vec_unchecked(out, x.shape()))
+    }
+    if crate::autograd::is_grad_enabled()
+        || g.dtype() != x.dtype()
+        || g.shape() != x.shape()
+        || g.device().is_cuda()
+        || x.device().is_cuda()
+    {
+        return None;
+    }
+    match x.dtype() {
+        DType::F32 => Some(typed(g, x, f32_fn)),
+        DType::F64 => Some(typed(g, x, f64_fn)),
+        _ => None,
+    }
+}
+
 /// The same function for f32 and f64 (one generic body).
 macro_rules! both_precisions {
+    (|$g:ident: T, $v:ident: T| $body:expr) => {
+        (
+            {
+                type T = f32;
+                move |$g: T, $v: T| -> T { $body }
+            },
+            {
+                type T = f64;
+                move |$g: T, $v: T| -> T { $body }
+            },
+        )
+    };
     (|$v:ident: T| $body:expr) => {
         (
             {
@@ -99,6 +146,11 @@ impl Tensor {
             fused_cpu(self, "leaky_relu", f, d)
         })?;
         record_misc("LeakyReluBackward0", &[self], &out, move |g, xs| {
+            let (f, d) =
+                both_precisions!(|g: T, x: T| if x > 0.0 { g } else { g * negative_slope as T });
+            if let Some(gx) = fused_grad(g, &xs[0], f, d) {
+                return Ok(vec![Some(gx?)]);
+            }
             let pos = cmp(&xs[0], 0.0, BinaryOp::Gt)?;
             let gx = piecewise_constant_grad("LeakyReluBackwardBackward0", g, &xs[0], move |t| {
                 Tensor::where_cond(&pos, &ts(t.clone()), &ts(scaled(t, negative_slope)?))
@@ -145,6 +197,20 @@ impl Tensor {
         })?;
         record_misc(node, &[self], &out, move |g, xs| {
             let x = &xs[0];
+            let (f, d) = both_precisions!(|g: T, x: T| {
+                // min(x, 0) that keeps NaN (as the formula below), so exp cannot overflow
+                let neg_part = if x > 0.0 { 0.0 } else { x };
+                let neg =
+                    g * ((neg_part * input_scale as T).vexp() * (scale * alpha * input_scale) as T);
+                if x > 0.0 {
+                    g * scale as T
+                } else {
+                    neg
+                }
+            });
+            if let Some(gx) = fused_grad(g, x, f, d) {
+                return Ok(vec![Some(gx?)]);
+            }
             let pos = cmp(x, 0.0, BinaryOp::Gt)?;
             // d/dx = scale for x > 0, else scale * alpha * input_scale * exp(x * input_scale)
             // (exp of min(x, 0): the unused branch stays finite for double backward).
@@ -177,6 +243,12 @@ impl Tensor {
         })?;
         record_misc("HardsigmoidBackward0", &[self], &out, |g, xs| {
             let x = &xs[0];
+            // a selection: an inf/NaN gradient outside (-3, 3) still gives 0
+            let (f, d) =
+                both_precisions!(|g: T, x: T| if x > -3.0 && x < 3.0 { g / 6.0 } else { 0.0 });
+            if let Some(gx) = fused_grad(g, x, f, d) {
+                return Ok(vec![Some(gx?)]);
+            }
             let inside = cmp(x, -3.0, BinaryOp::Gt)?
                 .binary(&cmp(x, 3.0, BinaryOp::Lt)?, BinaryOp::LogicalAnd)?;
             let gx = piecewise_constant_grad("HardsigmoidBackwardBackward0", g, x, move |t| {
@@ -200,6 +272,16 @@ impl Tensor {
         record_misc("HardswishBackward0", &[self], &out, |g, xs| {
             // 0 up to -3, x/3 + 1/2 strictly between -3 and 3, 1 from 3 on (PyTorch 2.15)
             let x = &xs[0];
+            let (f, d) = both_precisions!(|g: T, x: T| if x <= -3.0 {
+                0.0
+            } else if x < 3.0 {
+                g * (x / 3.0 + 0.5)
+            } else {
+                g
+            });
+            if let Some(gx) = fused_grad(g, x, f, d) {
+                return Ok(vec![Some(gx?)]);
+            }
             let mid = g.binary(
                 &scaled(x, 1.0 / 3.0)?.binary_scalar(Scalar::Float(0.5), BinaryOp::Add, false)?,
                 BinaryOp::Mul,
@@ -228,7 +310,11 @@ impl Tensor {
             fused_cpu(self, "log_sigmoid", f, d)
         })?;
         record_misc("LogSigmoidBackward0", &[self], &out, |g, xs| {
-            // d/dx = sigmoid(-x) = 1 - sigmoid(x)
+            // d/dx = sigmoid(-x) = 1 - sigmoid(x) = 1 / (1 + exp(x))
+            let (f, d) = both_precisions!(|g: T, x: T| g / (1.0 + x.vexp()));
+            if let Some(gx) = fused_grad(g, &xs[0], f, d) {
+                return Ok(vec![Some(gx?)]);
+            }
             let s = xs[0].unary(UnaryOp::Neg)?.unary(UnaryOp::Sigmoid)?;
             Ok(vec![Some(g.binary(&s, BinaryOp::Mul)?)])
         });
