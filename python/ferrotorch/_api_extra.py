@@ -56,7 +56,8 @@ def _dtype_name(dtype):
     name = str(dtype).rsplit(".", 1)[-1]
     return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
             "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool"}.get(name, name)
+            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+            "complex32": "ComplexHalf"}.get(name, name)
 
 
 def _is_integral(dtype, include_bool=False):

@@ -12,18 +12,14 @@ import numbers
 
 import ferrotorch as _ft
 from ferrotorch import _C
+from ferrotorch._export import exporter
 
 Tensor = _C.Tensor
 
 __all__ = []
 
 
-def _export(fn, name=None):
-    name = name or fn.__name__
-    if not hasattr(_ft, name):
-        setattr(_ft, name, fn)
-        __all__.append(name)
-    return fn
+_export = exporter(__all__)
 
 
 def _F():  # noqa: N802

@@ -15,92 +15,20 @@ as in PyTorch, a result computed from inputs requiring grad has a ``grad_fn`` wh
 raises "the derivative for 'binomial' is not implemented."
 """
 
-import math
-
 from ferrotorch import _C
+from ferrotorch._api_extra import _dtype_name as _name
 from ferrotorch.autograd.function import Function
 
 Tensor = _C.Tensor
 
-_DTYPE_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-                "float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
-                "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _name(dtype):
-    return _DTYPE_NAMES.get(str(dtype).rsplit(".", 1)[-1], str(dtype))
-
-
-def _uniform(shape, generator):
-    return _C.rand(shape, dtype=_C.float64, generator=generator)
-
-
-def _inversion(n, q, mask, generator):
-    """Counts of geometric waiting times fitting in ``n`` trials (for ``n * q < 10``)."""
-    logq = _C.where(mask, q, 0.5).neg().log1p()
-    shape = tuple(q.shape)
-    geom_sum = _C.zeros_like(q)
-    count = _C.zeros_like(q)
-    active = mask
-    while bool(active.any()):
-        geom = (_uniform(shape, generator).log() / logq).ceil()
-        geom_sum = geom_sum + _C.where(active, geom, 0.0)
-        active = active & (geom_sum <= n)
-        count = count + active.to(q.dtype)
-    return count
-
-
-def _btrs(n, q, mask, generator):
-    """Hormann's (1993) BTRS for ``n * q >= 10``, ``q <= 1/2``."""
-    from ferrotorch.distributions.binomial import _stirling_approx_tail
-
-    n = _C.where(mask, n, 100.0)
-    q = _C.where(mask, q, 0.5)
-    shape = tuple(q.shape)
-    stddev = (n * q * (1 - q)).sqrt()
-    b = 1.15 + 2.53 * stddev
-    a = -0.0873 + 0.0248 * b + 0.01 * q
-    c = n * q + 0.5
-    v_r = 0.92 - 4.2 / b
-    r = q / (1 - q)
-    alpha = (2.83 + 5.1 / b) * stddev
-    m = ((n + 1) * q).floor()
-    bound_m = ((m + 0.5) * ((m + 1) / (r * (n - m + 1))).log()
-               + _stirling_approx_tail(m) + _stirling_approx_tail(n - m))
-    result = _C.zeros_like(q)
-    active = mask
-    while bool(active.any()):
-        u = _uniform(shape, generator) - 0.5
-        v = _uniform(shape, generator)
-        us = 0.5 - u.abs()
-        k = ((2 * a / us + b) * u + c).floor()
-        valid = (k >= 0) & (k <= n)
-        kk = _C.where(valid, k, 0.0)
-        box = (us >= 0.07) & (v <= v_r)
-        log_v = (v * alpha / (a / (us * us) + b)).log()
-        upper = (bound_m + (n + 1) * ((n - m + 1) / (n - kk + 1)).log()
-                 + (kk + 0.5) * (r * (n - kk + 1) / (kk + 1)).log()
-                 - _stirling_approx_tail(kk) - _stirling_approx_tail(n - kk))
-        accept = active & valid & (box | (log_v <= upper))
-        result = _C.where(accept, k, result)
-        active = active & ~accept
-    return result
 
 
 def _sample(count, prob, generator):
-    n, p = _C.broadcast_tensors(count.to(_C.float64), prob.to(_C.float64))
-    n, p = n.contiguous(), p.contiguous()
-    finite = n.isfinite()
-    n = _C.where(finite, n, 0.0)
-    flip = p > 0.5
-    q = _C.where(flip, 1 - p, p)
-    live = (n > 0) & (q > 0)
-    use_btrs = live & (n * q >= 10)
-    k = _C.where(use_btrs, _btrs(n, q, use_btrs, generator),
-                 _inversion(n, q, live & ~use_btrs, generator))
-    k = _C.where(flip & (n > 0), n - k, k)
-    k = _C.where(p.isnan() | ~finite, math.nan, k)
-    return k.to(count.dtype)
+    # the sampler of distributions.Binomial, on the broadcast pair
+    from ferrotorch.distributions.binomial import _binomial
+
+    n, p = _C.broadcast_tensors(count, prob)
+    return _binomial(n, p, generator)
 
 
 class _NoGradBinomial(Function):

@@ -28,6 +28,7 @@ import math
 from collections import namedtuple
 
 from ferrotorch import _C
+from ferrotorch._api_extra import _dtype_name as _name
 from ferrotorch.autograd.function import Function
 from ferrotorch.autograd.grad_mode import no_grad
 
@@ -37,14 +38,7 @@ _geqrf_result = namedtuple("geqrf", ["a", "tau"])
 _ldl_factor_result = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 _ldl_factor_ex_result = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
-_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-          "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-          "bool": "Bool"}
 _ALPHA = (1.0 + math.sqrt(17.0)) / 8.0
-
-
-def _name(dtype):
-    return _NAMES.get(str(dtype).rsplit(".", 1)[-1], str(dtype))
 
 
 def _out(result, out):
@@ -58,6 +52,22 @@ def _out(result, out):
     out.resize_(tuple(result.shape))
     out.copy_(result)
     return out
+
+
+def _apply_reflectors(A, tau, C, left, transpose):
+    """``Q C`` (``left``) or ``C Q``, ``Q^T`` for ``transpose``, where ``Q = H_1 ... H_k`` is
+    the product of the reflectors stored in ``A``'s columns and ``tau``."""
+    m, k = A.shape[-2], tau.shape[-1] if tau.ndim else 0
+    # Q C applies H_k first, Q^T C H_1 first; C Q applies H_1 first.
+    forward = (left and transpose) or (not left and not transpose)
+    for i in range(k) if forward else range(k - 1, -1, -1):
+        v = _reflector(A, i, m).unsqueeze(-1)                   # (..., m, 1)
+        t = tau[..., i].unsqueeze(-1).unsqueeze(-1)
+        if left:
+            C = C - t * v.matmul(v.transpose(-1, -2).matmul(C))
+        else:
+            C = C - t * C.matmul(v).matmul(v.transpose(-1, -2))
+    return C
 
 
 def _reflector(A, i, m):
@@ -97,11 +107,7 @@ def householder_product(A, tau, *, out=None):
         raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{_name(A.dtype)}'")
     batch = tuple(A.shape[:-2])
     Q = _C.eye(m, n, dtype=A.dtype, device=A.device).expand(*batch, m, n)
-    for i in range(tau.shape[-1] - 1, -1, -1):
-        v = _reflector(A, i, m).unsqueeze(-1)                  # (..., m, 1)
-        w = v.transpose(-1, -2).matmul(Q)                      # (..., 1, n)
-        Q = Q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * v.matmul(w)
-    return _out(Q, out)
+    return _out(_apply_reflectors(A, tau, Q, left=True, transpose=False), out)
 
 
 def orgqr(input, tau, *, out=None):
@@ -200,18 +206,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
                            f"{_name(bad)}")
     if input.dtype not in (_C.float32, _C.float64):
         raise NotImplementedError(f"\"ormqr_cpu\" not implemented for '{_name(input.dtype)}'")
-    C = other
-    # Q = H_1 ... H_k; Q C applies H_k first, Q^T C H_1 first; C Q applies H_1 first.
-    forward = (left and transpose) or (not left and not transpose)
-    order = range(k) if forward else range(k - 1, -1, -1)
-    for i in order:
-        v = _reflector(input, i, m).unsqueeze(-1)                   # (..., m, 1)
-        t = tau[..., i].unsqueeze(-1).unsqueeze(-1)
-        if left:
-            C = C - t * v.matmul(v.transpose(-1, -2).matmul(C))
-        else:
-            C = C - t * C.matmul(v).matmul(v.transpose(-1, -2))
-    return _out(C, out)
+    return _out(_apply_reflectors(input, tau, other, left, transpose), out)
 
 
 # ------------------------------------------------------------------ LDL^T (Bunch-Kaufman)

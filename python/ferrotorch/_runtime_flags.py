@@ -6,6 +6,7 @@ describe ferrotorch (not a PyTorch build)."""
 
 import ferrotorch as _ft
 from ferrotorch import _C
+from ferrotorch._export import exporter
 
 __all__ = []
 
@@ -21,11 +22,7 @@ _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ide
 _warn_always = [False]
 
 
-def _export(fn):
-    if not hasattr(_ft, fn.__name__):
-        setattr(_ft, fn.__name__, fn)
-        __all__.append(fn.__name__)
-    return fn
+_export = exporter(__all__)
 
 
 @_export

@@ -24,20 +24,12 @@ import math
 import warnings
 
 from ferrotorch import _C
+from ferrotorch._api_extra import _dtype_name
 from ferrotorch.autograd.grad_mode import no_grad
 
 Tensor = _C.Tensor
 
-_DTYPE_NAMES = {
-    "float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
-    "int8": "Char", "uint8": "Byte", "bool": "Bool", "float16": "Half", "bfloat16": "BFloat16",
-    "complex64": "ComplexFloat", "complex128": "ComplexDouble", "complex32": "ComplexHalf",
-}
 _INT64_LIMIT = 9.2233720368547758e18
-
-
-def _dtype_name(dtype):
-    return _DTYPE_NAMES.get(str(dtype).rsplit(".", 1)[-1], str(dtype))
 
 
 def _check_dtype(dtype, kernel):

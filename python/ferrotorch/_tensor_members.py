@@ -11,6 +11,8 @@ import weakref
 
 import ferrotorch as _ft
 from ferrotorch import _C
+from ferrotorch._api_extra import _contiguous_strides
+from ferrotorch._export import exporter
 from ferrotorch._storage import TypedStorage, UntypedStorage
 
 Tensor = _C.Tensor
@@ -18,11 +20,7 @@ Tensor = _C.Tensor
 __all__ = []
 
 
-def _export(fn):
-    if not hasattr(_ft, fn.__name__):
-        setattr(_ft, fn.__name__, fn)
-        __all__.append(fn.__name__)
-    return fn
+_export = exporter(__all__)
 
 
 def _output_nr(self):
@@ -33,14 +31,6 @@ def _output_nr(self):
         return 0
     with _ft.enable_grad():
         return self.view_as(self).grad_fn.next_functions[0][1]
-
-
-def _contiguous_strides(size):
-    strides, acc = [], 1
-    for n in reversed(size):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _storage_tensor(storage, dtype):

@@ -17,17 +17,14 @@ import warnings
 
 import ferrotorch as _ft
 from ferrotorch import _C
+from ferrotorch._export import exporter
 
 Tensor = _C.Tensor
 
 __all__ = []
 
 
-def _export(fn):
-    if not hasattr(_ft, fn.__name__):
-        setattr(_ft, fn.__name__, fn)
-        __all__.append(fn.__name__)
-    return fn
+_export = exporter(__all__)
 
 
 def _F():  # noqa: N802

@@ -32,7 +32,11 @@ def _stirling_approx_tail(k):
     return _C.where(k <= 9, exact, series)
 
 
-def _binomial_inversion(n, q, mask):
+def _uniform(q, generator):
+    return _C.rand(tuple(q.shape), dtype=q.dtype, device=q.device, generator=generator)
+
+
+def _binomial_inversion(n, q, mask, generator=None):
     """Counts of geometric waiting times fitting in ``n`` trials (for ``n * q < 10``): all
     elements step together until each has overshot ``n``."""
     logq = _C.where(mask, q, 0.5).neg().log1p()
@@ -40,15 +44,14 @@ def _binomial_inversion(n, q, mask):
     count = _C.zeros_like(q)
     active = mask
     while bool(active.any()):
-        u = _C.rand(tuple(q.shape), dtype=q.dtype, device=q.device)
-        geom = (u.log() / logq).ceil()
+        geom = (_uniform(q, generator).log() / logq).ceil()
         geom_sum = geom_sum + _C.where(active, geom, 0.0)
         active = active & (geom_sum <= n)
         count = count + active.to(q.dtype)
     return count
 
 
-def _btrs(n, q, mask):
+def _btrs(n, q, mask, generator=None):
     """Hormann's (1993) transformed rejection with squeeze (BTRS), as PyTorch's sampler, for
     ``n * q >= 10``, ``q <= 1/2``; every element draws until it accepts."""
     n = _C.where(mask, n, 100.0)
@@ -66,8 +69,8 @@ def _btrs(n, q, mask):
     result = _C.zeros_like(q)
     active = mask
     while bool(active.any()):
-        u = _C.rand(tuple(q.shape), dtype=q.dtype, device=q.device) - 0.5
-        v = _C.rand(tuple(q.shape), dtype=q.dtype, device=q.device)
+        u = _uniform(q, generator) - 0.5
+        v = _uniform(q, generator)
         us = 0.5 - u.abs()
         k = ((2 * a / us + b) * u + c).floor()
         valid = (k >= 0) & (k <= n)
@@ -83,18 +86,22 @@ def _btrs(n, q, mask):
     return result
 
 
-def _binomial(n, p):
-    """Binomial(``n``, ``p``) samples (``torch.binomial``), computed in float64: BTRS where
-    ``n * min(p, 1 - p) >= 10``, inversion elsewhere; vectorised rejection loops."""
+def _binomial(n, p, generator=None):
+    """Binomial(``n``, ``p``) samples (``torch.binomial``; ``n``, ``p`` of one shape),
+    computed in float64: BTRS where ``n * min(p, 1 - p) >= 10``, inversion elsewhere;
+    vectorised rejection loops. A NaN ``p`` or a non-finite ``n`` gives NaN."""
     dtype = p.dtype
     n, p = n.to(_C.float64).contiguous(), p.to(_C.float64).contiguous()
+    finite = n.isfinite()
+    n = _C.where(finite, n, 0.0)
     flip = p > 0.5
     q = _C.where(flip, 1 - p, p)
     live = (n > 0) & (q > 0)
     use_btrs = live & (n * q >= 10)
-    k = _C.where(use_btrs, _btrs(n, q, use_btrs), _binomial_inversion(n, q, live & ~use_btrs))
-    k = _C.where(flip, n - k, k)
-    k = _C.where(p.isnan(), math.nan, k)
+    k = _C.where(use_btrs, _btrs(n, q, use_btrs, generator),
+                 _binomial_inversion(n, q, live & ~use_btrs, generator))
+    k = _C.where(flip & (n > 0), n - k, k)
+    k = _C.where(p.isnan() | ~finite, math.nan, k)
     return k.to(dtype)
 
 

@@ -1036,30 +1036,27 @@ class Module:
             return inner()
         except Exception:
             # forward hooks registered with always_call=True run even when forward raised
-            for hook_id, hook in _global_forward_hooks.items():
-                if (hook_id in _global_forward_hooks_always_called
-                        and hook_id not in called_always_called_hooks):
-                    try:
+            # (global ones first, as in the normal path)
+            for hook_id, hook in itertools.chain(_global_forward_hooks.items(),
+                                                 self._forward_hooks.items()):
+                is_global = hook_id in _global_forward_hooks_always_called
+                if not (is_global or hook_id in always_called):
+                    continue
+                if hook_id in called_always_called_hooks:
+                    continue
+                try:
+                    if (hook_id in self._forward_hooks_with_kwargs
+                            or hook_id in _global_forward_hooks_with_kwargs):
+                        hook_result = hook(self, args, kwargs, result)
+                    else:
                         hook_result = hook(self, args, result)
-                        if hook_result is not None:
-                            result = hook_result
-                    except Exception as e:  # noqa: BLE001 (silenced, as PyTorch)
-                        warnings.warn("global module forward hook with ``always_call=True`` "
-                                      "raised an exception that was silenced as another error "
-                                      f"was raised in forward: {str(e)}", stacklevel=2)
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in always_called and hook_id not in called_always_called_hooks:
-                    try:
-                        if hook_id in self._forward_hooks_with_kwargs:
-                            hook_result = hook(self, args, kwargs, result)
-                        else:
-                            hook_result = hook(self, args, result)
-                        if hook_result is not None:
-                            result = hook_result
-                    except Exception as e:  # noqa: BLE001 (silenced, as PyTorch)
-                        warnings.warn("module forward hook with ``always_call=True`` raised an "
-                                      "exception that was silenced as another error was raised "
-                                      f"in forward: {str(e)}", stacklevel=2)
+                    if hook_result is not None:
+                        result = hook_result
+                except Exception as e:  # noqa: BLE001 (silenced, as PyTorch)
+                    kind = "global module forward hook" if is_global else "module forward hook"
+                    warnings.warn(f"{kind} with ``always_call=True`` raised an exception that "
+                                  f"was silenced as another error was raised in forward: "
+                                  f"{str(e)}", stacklevel=2)
             raise
 
     __call__ = _call_impl
