@@ -4,10 +4,11 @@
 //! passes `negative_slope` at 0, elu takes its negative branch at 0, log_sigmoid's gradient
 //! at 0 is 1/2). The backward formulas are tensor ops, so double backward works everywhere;
 //! when the gradient need not be differentiable (no `create_graph`) the CPU computes it in one
-//! fused pass over `(grad, input)` instead ([`fused_grad`]).
+//! fused pass over `(grad, input)` instead ([`super::fused_grad`]).
 
 use super::elementwise::{map_one, record_misc};
 use super::elementwise_grad::piecewise_constant_grad;
+use super::fused_grad::{both_precisions, fused_grad};
 use super::index::TensorOrScalar;
 use super::Tensor;
 use crate::autograd::formula::select;
@@ -66,67 +67,6 @@ fn fused_cpu(
         _ => map_one(&xc, op, f32_fn)?,
     };
     Ok(out.to_dtype(dt))
-}
-
-/// The gradient `f(g, x)` in one pass on the CPU, when it need not be differentiable (no
-/// `create_graph`) and `g` and `x` share shape and a float32/float64 dtype. `None`: use the
-/// tensor-op formula (differentiable, every device and dtype).
-fn fused_grad(
-    g: &Tensor,
-    x: &Tensor,
-    f32_fn: impl Fn(f32, f32) -> f32 + Sync + Send,
-    f64_fn: impl Fn(f64, f64) -> f64 + Sync + Send,
-) -> Option<Result<Tensor>> {
-    fn typed<T: crate::Element>(
-        g: &Tensor,
-        x: &Tensor,
-        f: impl Fn(T, T) -> T + Sync + Send,
-    ) -> Result<Tensor> {
-        let (gs, xs) = (g.storage_slice::<T>()?, x.storage_slice::<T>()?);
-        let out = crate::cpu::strided::map2(gs, g.layout(), xs, x.layout(), f);
-        Ok(Tensor::from_vec_unchecked(out, x.shape()))
-    }
-    if crate::autograd::is_grad_enabled()
-        || g.dtype() != x.dtype()
-        || g.shape() != x.shape()
-        || g.device().is_cuda()
-        || x.device().is_cuda()
-    {
-        return None;
-    }
-    match x.dtype() {
-        DType::F32 => Some(typed(g, x, f32_fn)),
-        DType::F64 => Some(typed(g, x, f64_fn)),
-        _ => None,
-    }
-}
-
-/// The same function for f32 and f64 (one generic body).
-macro_rules! both_precisions {
-    (|$g:ident: T, $v:ident: T| $body:expr) => {
-        (
-            {
-                type T = f32;
-                move |$g: T, $v: T| -> T { $body }
-            },
-            {
-                type T = f64;
-                move |$g: T, $v: T| -> T { $body }
-            },
-        )
-    };
-    (|$v:ident: T| $body:expr) => {
-        (
-            {
-                type T = f32;
-                move |$v: T| -> T { $body }
-            },
-            {
-                type T = f64;
-                move |$v: T| -> T { $body }
-            },
-        )
-    };
 }
 
 impl Tensor {

@@ -2,6 +2,7 @@
 //! themselves differentiable (`create_graph=True`). Results are summed back over broadcast
 //! dims and cast to each input's dtype.
 
+use super::fused_grad::{both_precisions, fused_grad};
 use super::{BinaryOp, Tensor, TensorOrScalar, UnaryOp};
 use crate::autograd::formula::{add, adds, div, mul, muls, neg, rsubs, select, zeros_like};
 use crate::autograd::Node;
@@ -271,10 +272,14 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, out: &Tensor) {
                 Asinh => div(g, &adds(&mul(x, x)?, 1.0)?.unary(Sqrt)?)?,
                 Acosh => div(g, &adds(&mul(x, x)?, -1.0)?.unary(Sqrt)?)?,
                 Atanh => div(g, &rsubs(&mul(x, x)?, 1.0)?)?,
-                Relu => match relu_backward_fast(g, x) {
-                    Some(r) => r?,
-                    None => relu_backward_recorded(g, x)?,
-                },
+                Relu => {
+                    // PyTorch's threshold_backward: g where x > 0, else 0 (NaN x gives 0)
+                    let (f, d) = both_precisions!(|g: T, x: T| if x > 0.0 { g } else { 0.0 });
+                    match fused_grad(g, x, f, d) {
+                        Some(r) => r?,
+                        None => relu_backward_recorded(g, x)?,
+                    }
+                }
                 Gelu => {
                     // d/dx x*Phi(x) = Phi(x) + x*phi(x)
                     let cdf = muls(
@@ -544,40 +549,4 @@ pub(super) fn piecewise_constant_grad(
         );
     }
     Ok(out)
-}
-
-/// ReLU's gradient `g where x > 0 else 0` in one pass (PyTorch's `threshold_backward`), for
-/// f32/f64 when the result need not be differentiable (no `create_graph`). `None` means: use
-/// the composite formula.
-fn relu_backward_fast(g: &Tensor, x: &Tensor) -> Option<Result<Tensor>> {
-    fn typed<T: crate::FloatElement>(g: &Tensor, x: &Tensor) -> Result<Tensor> {
-        let out = crate::cpu::strided::map2(
-            g.storage_slice::<T>()?,
-            g.layout(),
-            x.storage_slice::<T>()?,
-            x.layout(),
-            |gv: T, xv: T| {
-                let zero = <T as crate::Element>::zero();
-                if xv > zero {
-                    gv
-                } else {
-                    zero
-                }
-            },
-        );
-        Ok(Tensor::from_vec_unchecked(out, g.shape()))
-    }
-    if is_grad_enabled()
-        || g.dtype() != x.dtype()
-        || g.shape() != x.shape()
-        || g.device().is_cuda()
-        || x.device().is_cuda()
-    {
-        return None;
-    }
-    match g.dtype() {
-        crate::DType::F32 => Some(typed::<f32>(g, x)),
-        crate::DType::F64 => Some(typed::<f64>(g, x)),
-        _ => None,
-    }
 }
