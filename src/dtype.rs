@@ -80,6 +80,18 @@ impl DType {
             DType::F64 => "float64",
         }
     }
+    /// The lowest and highest value of an integer dtype (bool: 0 and 1).
+    pub fn int_range(self) -> (i64, i64) {
+        match self {
+            DType::Bool => (0, 1),
+            DType::U8 => (0, u8::MAX as i64),
+            DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            DType::I64 => (i64::MIN, i64::MAX),
+            _ => panic!("int_range of the floating-point dtype {self:?}"),
+        }
+    }
     /// The C++ scalar-type name PyTorch uses in "not implemented for 'Bool'" messages.
     pub fn torch_name(self) -> &'static str {
         match self {
@@ -619,4 +631,62 @@ macro_rules! with_float_dtype {
             _ => $else,
         }
     };
+}
+
+/// `v` as C++'s `std::ostream` prints a double (`%g`: six significant digits, exponent form
+/// below 1e-4 or from 1e6 on), for messages that quote PyTorch's text ("9.22337e+18").
+pub fn cpp_g(v: f64) -> String {
+    if !v.is_finite() {
+        return if v.is_nan() {
+            "nan".into()
+        } else if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    // the exponent after rounding to six significant digits
+    let sci = format!("{v:.5e}");
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    } else {
+        trim(&format!("{v:.*}", (5 - exp) as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpp_g;
+
+    #[test]
+    fn cpp_g_matches_ostream() {
+        let cases = [
+            (9.223372036854776e18, "9.22337e+18"),
+            (300.0, "300"),
+            (-1.0, "-1"),
+            (2.5, "2.5"),
+            (0.1, "0.1"),
+            (1e-5, "1e-05"),
+            (123456.7, "123457"),
+            (1234567.0, "1.23457e+06"),
+            (1.79769e308, "1.79769e+308"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(cpp_g(v), want, "{v}");
+        }
+    }
 }

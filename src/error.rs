@@ -44,6 +44,9 @@ pub enum Error {
     Type(String),
     /// Anything else PyTorch reports as a RuntimeError.
     Runtime(String),
+    /// A case PyTorch itself leaves unimplemented (e.g. a derivative it does not define).
+    /// -> NotImplementedError (a RuntimeError subclass)
+    NotImplemented(String),
     /// An error raised by user code the engine called back (a hook, a custom backward): the
     /// Python layer re-raises the original exception, as PyTorch does.
     Callback(CallbackError),
@@ -111,7 +114,11 @@ impl fmt::Display for Error {
                     )
                 }
             }
-            Error::Index(m) | Error::Value(m) | Error::Type(m) | Error::Runtime(m) => {
+            Error::Index(m)
+            | Error::Value(m)
+            | Error::Type(m)
+            | Error::Runtime(m)
+            | Error::NotImplemented(m) => {
                 f.write_str(m)
             }
             Error::Callback(c) => f.write_str(&c.message),

@@ -520,7 +520,7 @@ pub(crate) fn reduce_dim(t: &Tensor, dim: usize, r: Reduction) -> Result<(Tensor
         return reduce_dim(&cast(t, DType::I64)?, dim, r);
     }
     if r == Reduction::Mean && !dt.is_floating_point() {
-        return Err(Error::Runtime(format!(
+        return Err(Error::NotImplemented(format!(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
             dt.torch_name()
         )));

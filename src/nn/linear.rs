@@ -28,6 +28,17 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
         && bias
             .is_none_or(|b| b.dtype() == dt && b.ndim() == 1 && b.shape()[0] == weight.shape()[0]);
     if !fusable {
+        let (nd, w) = (input.ndim(), weight.shape());
+        if nd >= 2 && w.len() == 2 && input.shape()[nd - 1] != w[1] {
+            // PyTorch's message for the one (add)mm of the flattened input and weight.T
+            let rows: usize = input.shape()[..nd - 1].iter().product();
+            let op = if bias.is_some() { "addmm" } else { "mm" };
+            return Err(crate::tensor::linalg::mm_shape_error(
+                op,
+                &[rows, input.shape()[nd - 1]],
+                &[w[1], w[0]],
+            ));
+        }
         let out = input.matmul(&weight.t()?)?;
         return match bias {
             Some(b) => out.binary(b, BinaryOp::Add),

@@ -614,20 +614,27 @@ fn adaptive_max_fwd<T: FloatElement>(x: &[T], g: Geo) -> (Vec<T>, Vec<i64>) {
     (out, idx)
 }
 
-/// Source index of output `o` for 'nearest' (`exact = false`, PyTorch's legacy rule with
-/// its same-size and double-size shortcuts) or 'nearest-exact'. Computed in f32 like
-/// PyTorch's CPU kernels so the chosen pixels match.
-fn nearest_indices(isz: usize, osz: usize, scale: Option<f64>, exact: bool) -> Vec<usize> {
+/// Source index of output `o` for 'nearest' (`exact = false`, PyTorch's legacy rule) or
+/// 'nearest-exact'. Computed in f32 like PyTorch's CPU kernels so the chosen pixels match.
+/// `shortcuts`: PyTorch's 2-d CPU kernel copies same-size axes and halves indices of
+/// double-size axes whatever the scale; its 1-d (and 3-d) kernels apply the scale as given.
+fn nearest_indices(
+    isz: usize,
+    osz: usize,
+    scale: Option<f64>,
+    exact: bool,
+    shortcuts: bool,
+) -> Vec<usize> {
     let s32 = match scale {
         Some(s) if s > 0.0 => (1.0 / s) as f32,
         _ => isz as f32 / osz as f32,
     };
     (0..osz)
         .map(|o| {
-            if !exact && osz == isz {
+            if shortcuts && !exact && osz == isz {
                 return o;
             }
-            if !exact && osz == 2 * isz {
+            if shortcuts && !exact && osz == 2 * isz {
                 return o >> 1;
             }
             let src = if exact {
@@ -1323,11 +1330,11 @@ fn nearest_impl(
     let (geo, shape) = resample_geometry(op, input, dims, output_size)?;
     let exact = mode == NearestMode::Exact;
     let sh = if dims == 2 {
-        nearest_indices(geo.ih, geo.oh, scales[0], exact)
+        nearest_indices(geo.ih, geo.oh, scales[0], exact, true)
     } else {
         vec![0]
     };
-    let sw = nearest_indices(geo.iw, geo.ow, scales[dims - 1], exact);
+    let sw = nearest_indices(geo.iw, geo.ow, scales[dims - 1], exact, dims == 2);
     let (sh2, sw2) = (sh.clone(), sw.clone());
     let fwd = lin_map!(shape, |x: T| nearest_fwd::<T>(x, geo, &sh, &sw));
     let bwd = lin_map!(input.shape().to_vec(), |g: T| nearest_bwd::<T>(
@@ -1506,8 +1513,17 @@ mod tests {
 
     #[test]
     fn nearest_and_linear_taps() {
-        assert_eq!(nearest_indices(3, 5, None, false), vec![0, 0, 1, 1, 2]);
-        assert_eq!(nearest_indices(3, 5, None, true), vec![0, 0, 1, 2, 2]);
+        assert_eq!(
+            nearest_indices(3, 5, None, false, true),
+            vec![0, 0, 1, 1, 2]
+        );
+        assert_eq!(nearest_indices(3, 5, None, true, true), vec![0, 0, 1, 2, 2]);
+        // 1-d: a same-size output with scale 1.3 samples floor(o / 1.3), no copy shortcut
+        assert_eq!(
+            nearest_indices(3, 3, Some(1.3), false, false),
+            vec![0, 0, 1]
+        );
+        assert_eq!(nearest_indices(3, 3, Some(1.3), false, true), vec![0, 1, 2]);
         let taps = linear_taps::<f64>(2, 4, false, None);
         assert_eq!(taps[0], (0, 1, 1.0, 0.0));
         assert_eq!(taps[1], (0, 1, 0.75, 0.25));

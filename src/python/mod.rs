@@ -40,7 +40,9 @@ impl From<Error> for PyErr {
             Error::Type(_) => PyTypeError::new_err(msg),
             // PyTorch's dtype-dispatch failures ("... not implemented for 'Long'") are
             // NotImplementedError, itself a RuntimeError subclass.
-            Error::UnsupportedDType { .. } => PyNotImplementedError::new_err(msg),
+            Error::UnsupportedDType { .. } | Error::NotImplemented(_) => {
+                PyNotImplementedError::new_err(msg)
+            }
             Error::Callback(c) => match c.payload.downcast_ref::<PyErr>() {
                 Some(original) => Python::attach(|py| original.clone_ref(py)),
                 None => PyRuntimeError::new_err(msg),

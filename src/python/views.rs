@@ -572,25 +572,19 @@ impl PyTensor {
 
     // ------------------------------------------------------------ in-place view ops
     // These swap the Python object's view (same storage) like PyTorch's in-place
-    // metadata ops.
+    // metadata ops (see `swap_view`).
     #[pyo3(signature = (dim=None))]
     fn squeeze_<'py>(
         slf: Bound<'py, Self>,
         dim: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
-        let v = slf.borrow().squeeze(dim)?;
-        slf.borrow_mut().inner = v.inner;
-        Ok(slf)
+        Self::swap_view(slf, "squeeze", |t| Ok(t.squeeze(dim)?.inner))
     }
     fn unsqueeze_(slf: Bound<'_, Self>, dim: i64) -> PyResult<Bound<'_, Self>> {
-        let v = slf.borrow().inner.unsqueeze(dim)?;
-        slf.borrow_mut().inner = v;
-        Ok(slf)
+        Self::swap_view(slf, "unsqueeze", |t| Ok(t.inner.unsqueeze(dim)?))
     }
     fn transpose_(slf: Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Bound<'_, Self>> {
-        let v = slf.borrow().inner.transpose(dim0, dim1)?;
-        slf.borrow_mut().inner = v;
-        Ok(slf)
+        Self::swap_view(slf, "transpose", |t| Ok(t.inner.transpose(dim0, dim1)?))
     }
     fn swapaxes_(slf: Bound<'_, Self>, axis0: i64, axis1: i64) -> PyResult<Bound<'_, Self>> {
         Self::transpose_(slf, axis0, axis1)
@@ -599,9 +593,7 @@ impl PyTensor {
         Self::transpose_(slf, dim0, dim1)
     }
     fn t_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = slf.borrow().inner.t()?;
-        slf.borrow_mut().inner = v;
-        Ok(slf)
+        Self::swap_view(slf, "t", |t| Ok(t.inner.t()?))
     }
     #[pyo3(signature = (size, stride, storage_offset=None))]
     fn as_strided_<'py>(
@@ -610,9 +602,9 @@ impl PyTensor {
         stride: &Bound<'py, PyAny>,
         storage_offset: Option<i64>,
     ) -> PyResult<Bound<'py, Self>> {
-        let v = slf.borrow().as_strided(size, stride, storage_offset)?;
-        slf.borrow_mut().inner = v.inner;
-        Ok(slf)
+        Self::swap_view(slf, "as_strided", |t| {
+            Ok(t.as_strided(size, stride, storage_offset)?.inner)
+        })
     }
 
     /// `element in t`: whether any element equals `element`.
@@ -1391,4 +1383,33 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(atleast_3d, m)?)?;
     m.add_function(wrap_pyfunction!(repeat_interleave, m)?)?;
     Ok(())
+}
+
+impl PyTensor {
+    /// Replace the Python tensor's data with the view `make_view` builds from it (the in-place
+    /// view ops). A leaf that requires grad stays a leaf that requires grad under no_grad
+    /// (the view itself would not require grad); with grad mode on PyTorch refuses the op.
+    fn swap_view<'py>(
+        slf: Bound<'py, Self>,
+        op: &str,
+        make_view: impl FnOnce(&PyTensor) -> PyResult<Tensor>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let leaf_requiring_grad = {
+            let t = &slf.borrow().inner;
+            t.is_leaf() && t.requires_grad()
+        };
+        if leaf_requiring_grad && crate::is_grad_enabled() {
+            return Err(crate::Error::Runtime(format!(
+                "a leaf Variable that requires grad is being used in an in-place operation ({op}_)."
+            ))
+            .into());
+        }
+        let mut view = make_view(&slf.borrow())?;
+        if leaf_requiring_grad {
+            view = view.detach();
+            view.set_requires_grad(true)?;
+        }
+        slf.borrow_mut().inner = view;
+        Ok(slf)
+    }
 }

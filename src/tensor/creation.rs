@@ -99,23 +99,20 @@ impl Tensor {
             return Err(Error::Runtime(format!("unsupported range: {s} -> {e}")));
         }
         let int_dtype = !dtype.is_floating_point();
-        // Integer dtypes compute in int64 with the arguments truncated, as PyTorch does.
+        // The checks and the length use the arguments as given (PyTorch 2.15); integer dtypes
+        // then compute the values in int64 from the truncated start and step, so
+        // `arange(-1.5, 1.5, 0.5, dtype=int64)` is six -1s, as in PyTorch.
         let (is, ie, ist) = (start.to_i64(), end.to_i64(), step.to_i64());
-        let step_zero = if int_dtype { ist == 0 } else { st == 0.0 };
-        if step_zero || st.is_nan() {
+        if st == 0.0 || st.is_nan() {
             return Err(Error::Runtime("step must be nonzero".into()));
         }
-        let consistent = if int_dtype {
-            (ist > 0 && ie >= is) || (ist < 0 && ie <= is)
-        } else {
-            (st > 0.0 && e >= s) || (st < 0.0 && e <= s)
-        };
-        if !consistent {
+        if !((st > 0.0 && e >= s) || (st < 0.0 && e <= s)) {
             return Err(Error::Runtime(
-                "upper bound and larger bound inconsistent with step sign".into(),
+                "upper bound and lower bound inconsistent with step sign".into(),
             ));
         }
-        let size_d: f64 = if dtype == DType::I64 {
+        // all-integer int64 ranges: exact integer arithmetic (doubles lose precision past 2^53)
+        let size_d: f64 = if dtype == DType::I64 && !any_float {
             let (a, b, c) = (is as i128, ie as i128, ist as i128);
             let sgn = c.signum();
             ((b - a + c - sgn) / c) as f64

@@ -107,7 +107,7 @@ impl BinaryOp {
             common
         };
         if out == DType::Bool && matches!(self, BinaryOp::Sub) {
-            return Err(Error::Runtime(
+            return Err(Error::NotImplemented(
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.".into(),
             ));
         }
@@ -316,7 +316,7 @@ fn check_bool_subtraction(op: BinaryOp, lhs_bool: bool, rhs_bool: bool) -> Resul
     if op != BinaryOp::Sub || !(lhs_bool || rhs_bool) {
         return Ok(());
     }
-    Err(Error::Runtime(if lhs_bool && rhs_bool {
+    Err(Error::NotImplemented(if lhs_bool && rhs_bool {
         "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or \
          `logical_xor()` operator instead."
             .into()
@@ -615,6 +615,11 @@ impl Tensor {
         if op == UnaryOp::Silu {
             // PyTorch has no integer silu (sigmoid and the rest promote to float).
             require_float(self.dtype(), "silu_cpu")?;
+        }
+        if op == UnaryOp::Relu && self.dtype() == DType::Bool {
+            return Err(Error::NotImplemented(
+                "Boolean inputs not supported for relu".into(),
+            ));
         }
         let out = no_grad(|| self.unary_raw(op))?;
         super::elementwise_grad::record_unary(op, self, &out);
@@ -1021,6 +1026,7 @@ impl Tensor {
 
 use crate::layout::Layout;
 
+use super::fused_grad::{both_precisions, fused_grad};
 use super::index::TensorOrScalar;
 
 /// Add a tensor-or-scalar operand to a result-type computation.
@@ -1100,6 +1106,37 @@ fn map_one_row_major<T: Element, U: Element>(
         strided::map1(s, a.layout(), f),
         a.shape(),
     ))
+}
+
+/// A number bound of an integer clamp, as PyTorch 2.15 treats it: one beyond the dtype's
+/// range on its own side (a min below the lowest value, a max above the highest) bounds
+/// nothing and is dropped; one beyond the other side is an error.
+fn int_clamp_bound(
+    bound: Option<&TensorOrScalar>,
+    dtype: DType,
+    is_min: bool,
+) -> Result<Option<&TensorOrScalar>> {
+    let Some(TensorOrScalar::Scalar(s)) = bound else {
+        return Ok(bound);
+    };
+    let (lo, hi) = dtype.int_range();
+    let v = s.to_f64();
+    let (below, above) = (v < lo as f64, v > hi as f64);
+    if (is_min && below) || (!is_min && above) {
+        return Ok(None);
+    }
+    if below || above {
+        let shown = match s {
+            Scalar::Int(i) => i.to_string(),
+            _ => crate::dtype::cpp_g(v),
+        };
+        return Err(Error::Runtime(format!(
+            "Clamp {} value {shown} is outside the representable range of {}",
+            if is_min { "min" } else { "max" },
+            dtype.torch_name()
+        )));
+    }
+    Ok(bound)
 }
 
 /// `out[i] = f(a[i], b[i], c[i])` over layouts that already have the output's shape.
@@ -1282,6 +1319,19 @@ impl Tensor {
                 dtype: out,
             });
         }
+        let (min, max) = if out.is_floating_point() || out == DType::Bool {
+            (min, max)
+        } else {
+            let (min, max) = (
+                int_clamp_bound(min, out, true)?,
+                int_clamp_bound(max, out, false)?,
+            );
+            if min.is_none() && max.is_none() {
+                // both bounds lie beyond the dtype's range on their own side
+                return Ok(self.to_dtype(out).clone_data());
+            }
+            (min, max)
+        };
         for b in [min, max].into_iter().flatten() {
             if let TensorOrScalar::Scalar(s) = b {
                 s.check_fits(out)?;
@@ -2277,6 +2327,18 @@ impl Tensor {
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
         let out = self.softplus_raw(beta, threshold)?;
         record_misc("SoftplusBackward0", &[self], &out, move |g, xs| {
+            // d/dx = sigmoid(beta x) = 1 / (1 + exp(-beta x)), 1 in the linear region
+            let (f, d) = both_precisions!(|g: T, x: T| {
+                let bx = x * beta as T;
+                if bx > threshold as T {
+                    g
+                } else {
+                    g / (1.0 + (-bx).vexp())
+                }
+            });
+            if let Some(gx) = fused_grad(g, &xs[0], f, d) {
+                return Ok(vec![Some(gx?)]);
+            }
             let bx = gmuls(&xs[0], beta)?;
             let s = bx.unary(UnaryOp::Sigmoid)?;
             let linear = bx.binary_scalar(Scalar::Float(threshold), BinaryOp::Gt, false)?;
@@ -2352,9 +2414,9 @@ impl Tensor {
         let self_needs_grad = self.requires_grad();
         self.record_binary_misc("SpecialZetaBackward0", other, &out, move |g, x, q| {
             if self_needs_grad {
-                return Err(crate::Error::Runtime(
-                    "the derivative of special.zeta(x, q) with respect to x is not implemented \
-                     (only q is differentiable)"
+                return Err(crate::Error::NotImplemented(
+                    "the derivative for 'zeta' is not implemented (only the second argument, \
+                     q, is differentiable)"
                         .into(),
                 ));
             }
@@ -2390,8 +2452,8 @@ impl Tensor {
         let self_needs_grad = self.requires_grad();
         self.record_binary_misc(name, other, out, move |g, a, x| {
             if self_needs_grad {
-                return Err(crate::Error::Runtime(format!(
-                    "the derivative of {} with respect to its first argument (a) is not implemented",
+                return Err(crate::Error::NotImplemented(format!(
+                    "the derivative for '{}: input' is not implemented.",
                     if sign > 0.0 { "igamma" } else { "igammac" }
                 )));
             }
@@ -2425,11 +2487,20 @@ impl Tensor {
     pub fn xlogy(&self, other: &TensorOrScalar) -> Result<Tensor> {
         let out = self.xlogy_raw(other)?;
         self.record_binary_misc("XlogyBackward0", other, &out, |g, a, b| {
-            // xlogy(a != 0, b), PyTorch's formula: 0 where a == 0 even when log(b) is -inf.
-            let nz = a
-                .binary_scalar(Scalar::Float(0.0), BinaryOp::Ne, false)?
-                .to_dtype(b.dtype());
-            let ga = gmul(g, &nz.xlogy(&TensorOrScalar::Tensor(b.clone()))?)?;
+            // PyTorch's formula: xlogy(g, b), so log(b) also at a == 0 (the one-sided
+            // derivative), but 0 where a == 0 and b <= 0 (log(b) undefined there).
+            let ga = g.xlogy(&TensorOrScalar::Tensor(b.clone()))?;
+            let undefined = a
+                .binary_scalar(Scalar::Float(0.0), BinaryOp::Eq, false)?
+                .binary(
+                    &b.binary_scalar(Scalar::Float(0.0), BinaryOp::Le, false)?,
+                    BinaryOp::LogicalAnd,
+                )?;
+            let ga = Tensor::where_cond(
+                &undefined,
+                &TensorOrScalar::Scalar(Scalar::Float(0.0)),
+                &TensorOrScalar::Tensor(ga),
+            )?;
             Ok((Some(ga), Some(gdiv(&gmul(g, a)?, b)?)))
         });
         Ok(out)

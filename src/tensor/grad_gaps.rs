@@ -290,6 +290,7 @@ impl Tensor {
         correction: f64,
         keepdim: bool,
     ) -> Result<(Tensor, Tensor)> {
+        moments_dtype_check(self, "var_mean")?;
         let (v, m) = no_grad(|| self.var_mean_raw(dims, correction, keepdim))?;
         self.record_moments("VarMeanBackward0", dims, correction, false, &v, &m)?;
         Ok((v, m))
@@ -302,6 +303,7 @@ impl Tensor {
         correction: f64,
         keepdim: bool,
     ) -> Result<(Tensor, Tensor)> {
+        moments_dtype_check(self, "std_mean")?;
         let (v, m) = no_grad(|| self.std_mean_raw(dims, correction, keepdim))?;
         self.record_moments("StdMeanBackward0", dims, correction, true, &v, &m)?;
         Ok((v, m))
@@ -716,6 +718,9 @@ impl Tensor {
 
     /// Lower median of the non-NaN elements as a 0-d tensor (gradient split among ties).
     pub fn nanmedian_all(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(super::reduce_grad::reject_bool("median_cpu"));
+        }
         let out = no_grad(|| self.nanmedian_all_raw())?;
         if needs_grad(&[self]) && self.dtype().is_floating_point() {
             let mask = vec![true; self.ndim()];
@@ -764,4 +769,14 @@ impl Tensor {
         let r = no_grad(|| self.scatter_reduce_raw(dim, index, src, reduce, include_self))?;
         self.copy_raw(&r)
     }
+}
+
+/// PyTorch's dtype check of `var_mean` / `std_mean`, which names the op.
+fn moments_dtype_check(t: &Tensor, op: &str) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        return Ok(());
+    }
+    Err(crate::Error::NotImplemented(format!(
+        "{op} only support floating point and complex dtypes"
+    )))
 }

@@ -293,9 +293,11 @@ fn matmul_typed<T: MatmulElement>(a: &Tensor, b: &Tensor, acc: Option<&Acc>) -> 
     Ok(Tensor::from_vec_unchecked(out, &out_shape))
 }
 
-fn mm_shape_error(a: &[usize], b: &[usize]) -> Error {
+/// PyTorch's "mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)" (`op`: the
+/// product that failed: mm, addmm).
+pub(crate) fn mm_shape_error(op: &str, a: &[usize], b: &[usize]) -> Error {
     rt(format!(
-        "mat1 and mat2 shapes cannot be multiplied ({} and {})",
+        "{op}: mat1 and mat2 shapes cannot be multiplied ({} and {})",
         shape_str(a),
         shape_str(b)
     ))
@@ -341,6 +343,11 @@ impl Tensor {
         let (na, nb) = (a.ndim(), b.ndim());
         let k = a.shape()[na - 1];
         if b.shape()[nb - 2] != k {
+            if db == 2 {
+                // PyTorch folds the batch into the rows of one mm, and says so
+                let rows: usize = a.shape()[..na - 1].iter().product();
+                return Err(mm_shape_error("mm", &[rows, k], other.shape()));
+            }
             let batch = broadcast_shapes("matmul", &a.shape()[..na - 2], &b.shape()[..nb - 2])?;
             let bsz: usize = batch.iter().product();
             return Err(bmm_shape_error(bsz, k, &[bsz, b.shape()[nb - 2]]));
@@ -371,7 +378,7 @@ impl Tensor {
         }
         check_same_dtype(self, mat2)?;
         if self.shape()[1] != mat2.shape()[0] {
-            return Err(mm_shape_error(self.shape(), mat2.shape()));
+            return Err(mm_shape_error("mm", self.shape(), mat2.shape()));
         }
         matmul_core(self, mat2, None)
     }
@@ -544,7 +551,7 @@ impl Tensor {
         check_same_dtype(mat1, mat2)?;
         self.check_input_dtype(mat1)?;
         if mat1.shape()[1] != mat2.shape()[0] {
-            return Err(mm_shape_error(mat1.shape(), mat2.shape()));
+            return Err(mm_shape_error("addmm", mat1.shape(), mat2.shape()));
         }
         let acc = Acc {
             input: self.clone(),

@@ -224,6 +224,9 @@ fn grads_or_none(n: usize) -> Result<Vec<Option<Tensor>>> {
 impl Tensor {
     /// Sum of the main diagonal of a 2-d tensor (integer inputs give int64).
     pub fn trace(&self) -> Result<Tensor> {
+        if self.dtype() == crate::DType::Bool {
+            return Err(super::reduce_grad::reject_bool("trace"));
+        }
         let out = no_grad(|| self.trace_raw())?;
         if needs_grad(&[self]) && self.dtype().is_floating_point() {
             let s = self.shape().to_vec();

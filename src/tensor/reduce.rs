@@ -65,7 +65,7 @@ fn require_float(op: &str, t: &Tensor, what: &str) -> Result<()> {
     if t.dtype().is_floating_point() {
         Ok(())
     } else {
-        Err(Error::Runtime(format!(
+        Err(Error::NotImplemented(format!(
             "{op}: {what} floating point or complex dtype but got {}",
             t.dtype().torch_name()
         )))
@@ -78,7 +78,8 @@ fn check_nonempty_dims(op: &str, t: &Tensor, mask: &[bool], dims_given: bool) ->
         return Ok(());
     }
     if !dims_given {
-        return Err(Error::Index(format!(
+        // (a RuntimeError in PyTorch; a named empty dim below is an IndexError)
+        return Err(Error::Runtime(format!(
             "{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
         )));
     }
@@ -175,14 +176,14 @@ impl Tensor {
     ) -> Result<Tensor> {
         let out_dt = match dtype {
             Some(d) if !d.is_floating_point() => {
-                return Err(Error::Runtime(format!(
+                return Err(Error::NotImplemented(format!(
                     "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: {}",
                     d.torch_name()
                 )))
             }
             Some(d) => d,
             None if !self.dtype().is_floating_point() => {
-                return Err(Error::Runtime(format!(
+                return Err(Error::NotImplemented(format!(
                     "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
                     self.dtype().torch_name()
                 )))
@@ -480,7 +481,7 @@ impl Tensor {
         want_mean: bool,
     ) -> Result<(Tensor, Option<Tensor>)> {
         if !self.dtype().is_floating_point() {
-            return Err(Error::Runtime(
+            return Err(Error::NotImplemented(
                 "std and var only support floating point and complex dtypes".into(),
             ));
         }
@@ -508,7 +509,7 @@ impl Tensor {
         keepdim: bool,
     ) -> Result<(Vec<VarMean>, Vec<usize>)> {
         if !self.dtype().is_floating_point() {
-            return Err(Error::Runtime(
+            return Err(Error::NotImplemented(
                 "std and var only support floating point and complex dtypes".into(),
             ));
         }
@@ -902,7 +903,10 @@ mod tests {
     #[test]
     fn mean_rejects_ints_and_max_of_empty_fails() {
         let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
-        assert!(matches!(i.mean(None, false, None), Err(Error::Runtime(_))));
+        assert!(matches!(
+            i.mean(None, false, None),
+            Err(Error::NotImplemented(_))
+        ));
         let e = t(vec![], &[0]);
         assert!(matches!(e.max_all(), Err(Error::Runtime(_))));
         assert!(matches!(e.max_dim(0, false), Err(Error::Index(_))));

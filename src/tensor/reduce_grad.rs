@@ -7,7 +7,7 @@ use super::{BinaryOp, Tensor, UnaryOp};
 pub(crate) use crate::autograd::formula::{add, div, mul, muls, sub};
 use crate::autograd::Node;
 use crate::autograd::{is_grad_enabled, needs_grad, record, record_saving, SavedTensor, Saves};
-use crate::{no_grad, DType, Result, Scalar};
+use crate::{no_grad, DType, Error, Result, Scalar};
 use std::sync::{Arc, OnceLock, Weak};
 
 /// Cast `g` to `dt` when it differs.
@@ -516,6 +516,9 @@ impl Tensor {
 
     /// Cumulative sum along `dim` (integers and bools give int64 unless `dtype` is given).
     pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+        if dtype == Some(DType::Bool) {
+            return Err(reject_bool("cumsum_out_cpu"));
+        }
         let out = no_grad(|| self.cumsum_raw(dim, dtype))?;
         if needs_grad(&[self]) {
             let nd = self.ndim();
@@ -595,6 +598,11 @@ impl Tensor {
 
     /// The `k` largest (or smallest) elements along `dim`, sorted, with their indices.
     pub fn topk(&self, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::NotImplemented(
+                "topk does not support bool dtypes on CPU".into(),
+            ));
+        }
         let (v, i) = no_grad(|| self.topk_raw(k, dim, largest))?;
         self.record_sorted("TopkBackward0", dim, &v, &i)?;
         Ok((v, i))
@@ -602,6 +610,9 @@ impl Tensor {
 
     /// The `k`-th smallest element (1-based) along `dim` and its index.
     pub fn kthvalue(&self, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        if self.dtype() == DType::Bool {
+            return Err(reject_bool("kthvalue_cpu"));
+        }
         let (v, i) = no_grad(|| self.kthvalue_raw(k, dim, keepdim))?;
         self.record_dim_indexed("KthvalueBackward0", dim, &v, &i)?;
         Ok((v, i))
@@ -609,6 +620,9 @@ impl Tensor {
 
     /// Lower median of all elements (NaN if any is NaN), as a 0-d tensor.
     pub fn median_all(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(reject_bool("median_cpu"));
+        }
         let out = no_grad(|| self.median_all_raw())?;
         self.record_extremum("MedianBackward0", None, false, &out)?;
         Ok(out)
@@ -616,6 +630,9 @@ impl Tensor {
 
     /// Lower median along `dim` and its index.
     pub fn median_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        if self.dtype() == DType::Bool {
+            return Err(reject_bool("median_out"));
+        }
         let (v, i) = no_grad(|| self.median_dim_raw(dim, keepdim))?;
         self.record_dim_indexed("MedianBackward1", dim, &v, &i)?;
         Ok((v, i))
@@ -623,6 +640,9 @@ impl Tensor {
 
     /// Lower median of the non-NaN elements along `dim`, and its index.
     pub fn nanmedian_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        if self.dtype() == DType::Bool {
+            return Err(reject_bool("median_out"));
+        }
         let (v, i) = no_grad(|| self.nanmedian_dim_raw(dim, keepdim))?;
         self.record_dim_indexed("NanmedianBackward1", dim, &v, &i)?;
         Ok((v, i))
@@ -633,5 +653,13 @@ impl Tensor {
         let (v, i) = no_grad(|| self.mode_raw(dim, keepdim))?;
         self.record_dim_indexed("ModeBackward0", dim, &v, &i)?;
         Ok((v, i))
+    }
+}
+
+/// PyTorch's `"<kernel>" not implemented for 'Bool'` for ops with no bool kernel.
+pub(super) fn reject_bool(kernel: &'static str) -> Error {
+    Error::UnsupportedDType {
+        op: kernel,
+        dtype: DType::Bool,
     }
 }

@@ -193,14 +193,21 @@ impl Tensor {
     /// The `k`-th smallest element (1-based) along `dim` and its index.
     pub(crate) fn kthvalue_raw(&self, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let (x, d) = self.as_lines(dim)?;
+        let n = x.shape()[d];
+        if n == 0 {
+            return Err(Error::Index(format!(
+                "kthvalue(): Expected reduction dim {d} to have non-zero size."
+            )));
+        }
         if self.numel() == 0 {
             return Err(Error::Runtime(
                 "cannot perform reduction function kthvalue on tensor with no elements because the operation does not have an identity".into(),
             ));
         }
-        let n = x.shape()[d];
         if k < 1 || k as usize > n {
-            return Err(Error::Runtime("selected index k out of range".into()));
+            return Err(Error::Runtime(format!(
+                "kthvalue(): selected number k out of range for dimension {d}"
+            )));
         }
         if self.device().is_cuda() {
             // Column k - 1 of the rows sorted ascending ((value, index) order, as below).
@@ -233,7 +240,6 @@ impl Tensor {
         keepdim: bool,
         ignore_nan: bool,
     ) -> Result<(Tensor, Tensor)> {
-        let op = if ignore_nan { "nanmedian" } else { "median" };
         match dim {
             None => {
                 if self.numel() == 0 {
@@ -265,8 +271,9 @@ impl Tensor {
             Some(dim) => {
                 let (x, d) = self.as_lines(dim)?;
                 if x.shape()[d] == 0 {
-                    return Err(Error::Runtime(format!(
-                        "{op}() cannot compute median for a dimension of size 0 because the operation does not have an identity"
+                    // (PyTorch names median() for nanmedian too)
+                    return Err(Error::Index(format!(
+                        "median(): Expected reduction dim {d} to have non-zero size."
                     )));
                 }
                 if x.device().is_cuda() {

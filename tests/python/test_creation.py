@@ -179,10 +179,21 @@ def test_arange_float64_and_keywords():
     assert t.dtype == torch.int64
 
 
-def test_arange_int64_truncates_float_args():
-    # int64 ranges truncate the arguments first, as PyTorch does.
+def test_arange_int64_with_float_args():
+    # PyTorch 2.15: the length from the arguments as given (ceil(5.5) = 6), the values from
+    # the truncated start and step
     np.testing.assert_array_equal(torch.arange(0, 5.5, dtype=torch.int64).numpy(),
-                                  [0, 1, 2, 3, 4])
+                                  [0, 1, 2, 3, 4, 5])
+
+
+def test_arange_integer_dtype_with_fractional_arguments():
+    # PyTorch 2.15: the length comes from the arguments as given, the values from the
+    # truncated start and step (values taken from torch 2.15)
+    got = torch.arange(-1.5, 1.5, 0.5, dtype=torch.int64)
+    assert got.tolist() == [-1] * 6
+    assert torch.arange(0, 1, 0.3, dtype=torch.int32).tolist() == [0, 0, 0, 0]
+    assert torch.arange(0.5, 7, 2.5, dtype=torch.int64).tolist() == [0, 2, 4]
+    assert torch.arange(2**60, 2**60 + 3).tolist() == [2**60, 2**60 + 1, 2**60 + 2]
 
 
 def test_arange_errors():

@@ -354,7 +354,7 @@ def test_median_nanmedian_match_cpu(dtype):
     same(torch.median(g[0, 0]), torch.median(x[0, 0]))  # 0-d
     same(torch.median(g[0, 0], 0)[0], torch.median(x[0, 0], 0)[0])
     same(torch.median(g[:0]), torch.median(x[:0]))  # empty: NaN / lowest value
-    with pytest.raises(RuntimeError, match="dimension of size 0"):
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
         torch.median(g[:0], 0)
     not_via_host("median")
 
@@ -548,9 +548,12 @@ def test_bool_cumulative_ops_match_cpu():
     x = torch.from_numpy(np.random.default_rng(43).integers(0, 2, (4, 6)).astype(bool))
     g = x.cuda()
     for fn in (lambda t: t.cumsum(1), lambda t: t.cumprod(0), lambda t: t.cummax(1)[0],
-               lambda t: t.cummin(0)[1], lambda t: t.cumsum(1, dtype=torch.bool),
+               lambda t: t.cummin(0)[1],
                lambda t: t.cumprod(1, dtype=torch.bool), lambda t: t.t().cummax(0)[1]):
         same(fn(g), fn(x))
+    for t in (x, g):  # no bool cumsum kernel (torch 2.15's CPU error on both devices)
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            t.cumsum(1, dtype=torch.bool)
     not_via_host("cumsum/cumprod", "cummax/cummin")
 
 
@@ -581,7 +584,12 @@ def test_special_function_kernels_match_cpu(name, dtype):
     y = torch.from_numpy(b).to(dtype) if dtype.is_floating_point else torch.from_numpy(
         np.round(b)).to(dtype)
     for u, v in ((x, y), (x.t(), y.t()), (x, y[0]), (x[:0], y[:0])):
-        want = fn(u, v)
+        try:
+            want = fn(u, v)
+        except NotImplementedError:  # half zeta, integer igamma: refused on both devices
+            with pytest.raises(NotImplementedError):
+                fn(u.cuda(), v.cuda())
+            return
         got = fn(u.cuda(), v.cuda())
         assert got.device.type == "cuda" and got.dtype == want.dtype
         r = {torch.float16: 2e-3, torch.float32: 1e-6}.get(want.dtype, 1e-12)

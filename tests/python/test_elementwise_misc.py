@@ -479,11 +479,15 @@ def test_unary_against_numpy(op, dtype):
     fn, domain = NP_UNARY[op]
     rng = np.random.default_rng(zlib.crc32(f'{op}{dtype}'.encode()))
     shapes = [(3, 5), (), (0, 4), (2, 3, 4), (7,)]
-    bool_ok = op in ("relu", "abs", "floor", "ceil", "trunc", "round", "positive") or (
+    bool_ok = op in ("abs", "floor", "ceil", "trunc", "round", "positive") or (
         op not in KEEPS_INT)
     for i, shape in enumerate(shapes):
         a = unary_input(domain, shape, dtype, rng)
         t = to_ft(a, dtype, LAYOUTS[i % 3])
+        if dtype == B and op == "relu":
+            with pytest.raises(NotImplementedError, match="Boolean inputs not supported for relu"):
+                t.relu()
+            return
         if dtype == B and op in ("neg", "negative", "positive"):
             with pytest.raises(RuntimeError):
                 getattr(t, op)()
@@ -606,8 +610,10 @@ def test_clamp_promotes_with_float_bounds(dtype):
     with pytest.raises(RuntimeError, match="can't be cast"):
         t.clamp_(2.5)
     np.testing.assert_array_equal(t.numpy(), [1, 5, 9])
-    with pytest.raises(RuntimeError, match="without overflow"):
-        torch.ones(2, dtype=I8).clamp(max=1000)
+    # a bound beyond the dtype on its own side bounds nothing (PyTorch 2.15)
+    assert torch.ones(2, dtype=I8).clamp(max=1000).tolist() == [1, 1]
+    with pytest.raises(RuntimeError, match="Clamp max value -1000 is outside the representable"):
+        torch.ones(2, dtype=I8).clamp(max=-1000)
 
 
 def test_clamp_tensor_bounds_broadcast_and_nan():

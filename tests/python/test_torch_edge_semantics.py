@@ -192,6 +192,8 @@ def test_scalar_arguments_that_overflow_are_refused():
     F = torch.nn.functional
     i8 = torch.ones(2, dtype=torch.int8)
     half = torch.ones(2, dtype=torch.float16)
+    # (hardtanh/clamp bounds beyond an integer dtype on their own side bound nothing, as in
+    # torch 2.15: test_core_parity_mends.py)
     for f, name in [(lambda: i8.add(i8, alpha=300), "int8_t"),
                     (lambda: i8.add(1, alpha=300), "int8_t"),
                     (lambda: i8.sub(i8, alpha=-200), "int8_t"),
@@ -201,8 +203,6 @@ def test_scalar_arguments_that_overflow_are_refused():
                                            value=1e300), "float"),
                     (lambda: F.threshold(i8, 1000, 0), "int8_t"),
                     (lambda: F.threshold(i8, 0, -1000), "int8_t"),
-                    (lambda: F.hardtanh(i8, -1000, 1000), "int8_t"),
-                    (lambda: i8.clamp(max=300), "int8_t"),
                     (lambda: half.clamp(max=1e6), "c10::Half"),
                     (lambda: torch.zeros(3, dtype=torch.int8).scatter(0, torch.tensor([0]), 1000),
                      "int8_t"),
