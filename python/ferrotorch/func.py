@@ -128,20 +128,48 @@ def _broadcast_prefix(prefix, tree, what):
 
 
 def _check_argnums(argnums, nargs):
-    if isinstance(argnums, int):
-        nums = (argnums,)
-    elif isinstance(argnums, tuple) and argnums and all(isinstance(a, int) for a in argnums):
-        nums = argnums
-    else:
-        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {argnums!r}")
+    """``argnums`` wrapped into range, with functorch's checks and messages."""
+    if not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    nums = (argnums,) if isinstance(argnums, int) else argnums
     norm = []
     for a in nums:
+        if not isinstance(a, int):
+            raise RuntimeError(f"argnum must be int, got: {type(a)}")
         if not -nargs <= a < nargs:
-            raise RuntimeError(f"Got argnums={a}, but only {nargs} positional inputs")
+            raise RuntimeError(f"Got argnum={a}, but only {nargs} positional inputs")
         norm.append(a % nargs)
-    if len(set(norm)) != len(norm):
-        raise RuntimeError(f"argnums must be unique, got {argnums!r}")
+    if isinstance(argnums, tuple):
+        if not norm:
+            raise RuntimeError("argnums must be non-empty")
+        if len(set(norm)) != len(norm):
+            raise RuntimeError(f"argnums elements must be unique, got {tuple(norm)}")
     return tuple(norm)
+
+
+def _spec_str(spec):
+    """A pytree structure as functorch's ``treespec_pprint`` writes it (``*`` for a leaf)."""
+    if spec[0] == "leaf":
+        return "*"
+    if spec[0] == "dict":
+        return "{" + ", ".join(f"{k!r}: {_spec_str(s)}" for k, s in zip(spec[1], spec[2])) + "}"
+    inner = ", ".join(_spec_str(s) for s in spec[2])
+    if spec[1] is list:
+        return f"[{inner}]"
+    if spec[1] is tuple:
+        return f"({inner},)" if len(spec[2]) == 1 else f"({inner})"
+    return f"{spec[1].__name__}({inner})"
+
+
+def _check_tensor_outputs(leaves, api):
+    """functorch's ``assert_non_empty_tensor_output``."""
+    if (len(leaves) == 1 and leaves[0] is None) or len(leaves) < 1:
+        raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output (got "
+                           f"output = {leaves})")
+    for o in leaves:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"{api}: expected f(*primals) to return only tensors, got "
+                               f"unsupported type {type(o)}")
 
 
 def _make_diff(x):
@@ -161,7 +189,9 @@ class _Ctx:
     """Prepares the differentiated arguments of one transform call."""
 
     def __init__(self, args, argnums):
-        nums = _check_argnums(argnums, len(args))
+        # argnums None: every positional argument (vjp, jvp), grouped as a tuple.
+        nums = tuple(range(len(args))) if argnums is None else _check_argnums(argnums,
+                                                                             len(args))
         self.single = isinstance(argnums, int)
         self.nums = nums
         self.args = list(args)
@@ -217,12 +247,12 @@ class _Depth:
         return False
 
 
-def _split_aux(out, has_aux, name):
+def _split_aux(out, has_aux, api):
     if not has_aux:
         return out, None
     if not (isinstance(out, tuple) and len(out) == 2):
-        raise RuntimeError(f"{name}(f, ...)(*args): output of function f should be a tuple: "
-                           "(output, aux) if has_aux is True")
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if "
+                           "has_aux is True")
     return out
 
 
@@ -241,11 +271,11 @@ def grad_and_value(func, argnums=0, has_aux=False):
             ctx = _Ctx(args, argnums)
             with _Depth():
                 out = func(*ctx.args, **kwargs)
-            value, aux = _split_aux(out, has_aux, "grad_and_value")
+            value, aux = _split_aux(out, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(value, Tensor):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"Tensor, got {type(value)}")
-            if value.numel() != 1:
+            if value.dim() != 0:
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    "scalar Tensor, got tensor with "
                                    f"{value.dim()} dims. Maybe you wanted to use the vjp or "
@@ -282,27 +312,28 @@ def vjp(func, *primals, has_aux=False):
     ``vjp_fn(cotangents)`` returns a tuple with one gradient per primal (same pytree structure).
     ``vjp_fn`` may be called several times."""
     with enable_grad():
-        ctx = _Ctx(primals, tuple(range(len(primals)))) if primals else None
-        if ctx is None:
-            raise RuntimeError("vjp(f, *primals): expected at least one primal")
+        ctx = _Ctx(primals, None)
         with _Depth():
             out = func(*ctx.args)
-        out, aux = _split_aux(out, has_aux, "vjp")
+        out, aux = _split_aux(out, has_aux, "vjp(f, *primals)")
     out_leaves, out_spec = _tree_flatten(out)
+    _check_tensor_outputs(out_leaves, "vjp(f, *primals)")
     for o in out_leaves:
-        if not isinstance(o, Tensor):
-            raise RuntimeError(f"vjp(f, *primals): expected f to return Tensors, got {type(o)}")
+        if not (o.is_floating_point() or o.is_complex()):
+            raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or "
+                               f"complex Tensors, got Tensor with dtype {o.dtype}")
     create_graph = ctx.create_graph
 
     def vjp_fn(cotangents, *, retain_graph=True, create_graph=None):
         ct_leaves, ct_spec = _tree_flatten(cotangents)
-        if len(ct_leaves) != len(out_leaves):
+        if ct_spec != out_spec:
             raise RuntimeError("Expected pytree structure of cotangents to be the same as "
-                               "pytree structure of outputs to the function")
-        for o, c in zip(out_leaves, ct_leaves):
+                               "pytree structure of outputs to the function. cotangents: "
+                               f"{_spec_str(ct_spec)}, primal output: {_spec_str(out_spec)}")
+        for i, (o, c) in enumerate(zip(out_leaves, ct_leaves)):
             if tuple(o.shape) != tuple(c.shape):
-                raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {c.shape} "
-                                   f"and output has a shape of {o.shape}")
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{c.shape} and output[{i}] has a shape of {o.shape}.")
         cg = create_graph if create_graph is not None else (
             ctx.create_graph or _DEPTH[0] > 0 or any(c.requires_grad for c in ct_leaves))
         with enable_grad():
@@ -364,28 +395,39 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``torch.func.jvp``: returns ``(func(*primals), J @ tangents)`` (plus ``aux`` with
     ``has_aux``). ``primals`` and ``tangents`` are tuples of the same structure. Computed in
     reverse mode with the double-vjp trick (same values as forward mode)."""
-    if not isinstance(primals, (tuple, list)):
-        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple.")
-    if not isinstance(tangents, (tuple, list)):
-        raise RuntimeError("jvp(f, primals, tangents): Expected tangents to be a tuple.")
-    primals, tangents = tuple(primals), tuple(tangents)
+    api = "jvp(f, primals, tangents)"
+    if not isinstance(primals, tuple):
+        raise RuntimeError(f"{api}: Expected primals to be a tuple. E.g. it should be valid to "
+                           "call f(*primals).")
     p_leaves, p_spec = _tree_flatten(primals)
     t_leaves, t_spec = _tree_flatten(tangents)
-    if len(p_leaves) != len(t_leaves):
-        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
-                           "the same python structure.")
+    if p_spec != t_spec:
+        raise RuntimeError(f"{api}: Expected primals and tangents to have the same python "
+                           "structure. For example, if primals is a tuple of 3 tensors, "
+                           "tangents also must be. Got primals with structure "
+                           f"{_spec_str(p_spec)} and tangents with structure {_spec_str(t_spec)}")
+    for name, leaves in (("primals", p_leaves), ("tangents", t_leaves)):
+        if not leaves:
+            raise RuntimeError(f"{api}: Expected {name} to contain at least one Tensor.")
+        for x in leaves:
+            if not isinstance(x, Tensor):
+                raise RuntimeError(f"{api}: Expected {name} to only contain Tensors, got "
+                                   f"{type(x)}")
     for p, t in zip(p_leaves, t_leaves):
         if tuple(p.shape) != tuple(t.shape):
-            raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to "
-                               "have the same shape.")
+            raise RuntimeError("Trying to set a forward gradient that has a different size than "
+                               "that of the original Tensor, this is not supported. Tensor is of "
+                               f"size {list(p.shape)} while the given forward gradient is of size "
+                               f"{list(t.shape)}.")
     with enable_grad():
-        ctx = _Ctx(primals, tuple(range(len(primals))))
+        ctx = _Ctx(primals, None)
         if any(t.requires_grad for t in t_leaves):
             ctx.outer = True
         with _Depth():
             out = func(*ctx.args)
-        out, aux = _split_aux(out, has_aux, "jvp")
+        out, aux = _split_aux(out, has_aux, api)
         out_leaves, out_spec = _tree_flatten(out)
+        _check_tensor_outputs(out_leaves, api)
         us = [_C.zeros_like(o).requires_grad_() for o in out_leaves]
         g = _grads(out_leaves, ctx.leaves, us, True)
         g_pairs = [(gi, ti) for gi, ti in zip(g, t_leaves) if gi.requires_grad]
@@ -405,7 +447,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 # --------------------------------------------------------------------------------------------
 
 
-def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False,
+           _api="vjp(f, *primals)"):
     """``torch.func.jacrev``: the Jacobian of ``func`` with respect to the arguments ``argnums``.
     For an output leaf of shape ``O`` and an input leaf of shape ``I`` the block has shape
     ``O + I``; the result has the output's pytree structure, each leaf holding the structure of
@@ -419,13 +462,11 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
             ctx = _Ctx(args, argnums)
             with _Depth():
                 out = func(*ctx.args, **kwargs)
-            out, aux = _split_aux(out, has_aux, "jacrev")
+            out, aux = _split_aux(out, has_aux, _api)
             out_leaves, out_spec = _tree_flatten(out)
+            _check_tensor_outputs(out_leaves, _api)
             blocks = []
             for o in out_leaves:
-                if not isinstance(o, Tensor):
-                    raise RuntimeError("jacrev(f, ...)(*args): expected f(*args) to return "
-                                       f"Tensors, got {type(o)}")
                 flat = o.reshape(-1)
                 rows = [[] for _ in ctx.leaves]
                 for k in range(flat.numel()):
@@ -454,7 +495,8 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
                            f"'same'. Got {randomness}")
-    return jacrev(func, argnums, has_aux=has_aux)
+    # (its errors name jvp, as PyTorch's forward-mode jacfwd does)
+    return jacrev(func, argnums, has_aux=has_aux, _api="jvp(f, primals, tangents)")
 
 
 def hessian(func, argnums=0):
@@ -499,19 +541,24 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
                          f"{chunk_size})")
-    if not (in_dims is None or isinstance(in_dims, (int, tuple))):
-        raise ValueError(f"vmap(in_dims={in_dims!r}, ...)(<inputs>): expected `in_dims` to be "
-                         f"int or a (potentially nested) tuple matching the structure of inputs")
     name = getattr(func, "__name__", repr(func))
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        if not isinstance(in_dims, (int, tuple)):
+            raise ValueError(f"vmap({name}, in_dims={in_dims!r}, ...)(<inputs>): expected "
+                             "`in_dims` to be int or a (potentially nested) tuple matching the "
+                             f"structure of inputs, got: {type(in_dims)}.")
+        if len(args) == 0:
+            raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add "
+                             "inputs, or you are trying to vmap over a function with no inputs. "
+                             "The latter is unsupported.")
         if isinstance(in_dims, tuple):
             if len(in_dims) != len(args):
                 raise ValueError(f"vmap({name}, in_dims={in_dims!r}, ...)(<inputs>): in_dims is "
-                                 f"not compatible with the structure of `inputs`. in_dims has "
-                                 f"structure of length {len(in_dims)} but inputs has "
-                                 f"{len(args)} arguments")
+                                 "not compatible with the structure of `inputs`. in_dims has "
+                                 f"structure {_spec_str(_tree_flatten(in_dims)[1])} but inputs "
+                                 f"has structure {_spec_str(_tree_flatten(args)[1])}.")
             dims = []
             for d, a in zip(in_dims, args):
                 dims.extend(_broadcast_prefix(d, a, "in_dims"))
@@ -525,8 +572,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 norm_dims.append(None)
                 continue
             if not isinstance(d, int):
-                raise ValueError(f"vmap({name}, in_dims={in_dims!r}, ...)(<inputs>): in_dims "
-                                 f"must be int or None, got {d!r}")
+                raise ValueError(f"vmap({name}, in_dims={in_dims!r}, ...)(<inputs>): Got "
+                                 f"in_dim={d!r} for an input but in_dim must be either an "
+                                 "integer dimension or None.")
             if not isinstance(x, Tensor):
                 raise ValueError(f"vmap({name}, in_dims={in_dims!r}, ...)(<inputs>): Got "
                                  f"in_dim={d} for an input but the input is of type "
@@ -538,19 +586,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                                  f"in_dim={d} for some input, but that input is a Tensor of "
                                  f"dimensionality {nd} so expected in_dim to satisfy "
                                  f"-{nd} <= in_dim < {nd}.")
-            d = d % nd
-            n = x.shape[d]
-            if size is None:
-                size = n
-            elif size != n:
-                raise ValueError(f"vmap: Expected all tensors to have the same size in the "
-                                 f"mapped dimension, got sizes {size} and {n} for the mapped "
-                                 f"dimension")
-            norm_dims.append(d)
-        if size is None:
-            raise ValueError(f"vmap({name}, in_dims={in_dims!r}, ...)(<inputs>): at least one "
-                             f"input must be a Tensor batched along a dimension (in_dims not "
-                             f"all None)")
+            norm_dims.append(d % nd)
+        sizes = [x.shape[d] for x, d in zip(leaves, norm_dims) if d is not None]
+        if not sizes:
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
+        if any(n != sizes[0] for n in sizes):
+            raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                             f"dimension, got sizes {sizes} for the mapped dimension")
+        size = sizes[0]
+        if size == 0:
+            return _empty_batch(func, leaves, norm_dims, spec, kwargs, out_dims, name)
         results = []
         start_state = _rng_state() if randomness != "different" else None
         end_state = None
@@ -569,37 +614,78 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 end_state = _rng_state()
         if randomness == "same" and end_state is not None:
             _C.set_rng_state(end_state)
-        first_leaves, out_spec = _tree_flatten(results[0])
-        per_slice = [_tree_flatten(r)[0] for r in results]
-        for pl in per_slice:
-            if len(pl) != len(first_leaves):
-                raise ValueError(f"vmap({name}, ...): func returned outputs of different "
-                                 f"structure for different batch elements")
-        if _is_node(out_dims):
-            odims = _broadcast_prefix(out_dims, results[0], "out_dims")
-        else:
-            odims = [out_dims] * len(first_leaves)
-        outs = []
-        for j, od in enumerate(odims):
-            col = [pl[j] for pl in per_slice]
-            if od is None:
-                outs.append(col[0])
-                continue
-            if not isinstance(od, int):
-                raise ValueError(f"vmap({name}, ..., out_dims={out_dims!r}): out_dims must be "
-                                 f"int or None, got {od!r}")
-            if not isinstance(col[0], Tensor):
-                raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
-                                 f"type {type(col[0])}. Did you mean to set out_dims= to None "
-                                 f"for output?")
-            nd = col[0].dim() + 1
-            if not -nd <= od < nd:
-                raise ValueError(f"vmap: out_dim={od} is out of range for an output of "
-                                 f"dimensionality {nd}")
-            outs.append(_C.stack(col, dim=od % nd))
-        return _tree_unflatten(outs, out_spec)
+        return _stack_outputs(results, out_dims, name)
 
     return wrapper
+
+
+def _flat_out_dims(out_dims, output, name):
+    """One out_dim per output leaf, with functorch's checks (``_unwrap_batched``)."""
+    for d in _tree_flatten(out_dims)[0]:
+        if not (d is None or isinstance(d, int)):
+            raise ValueError(f"vmap({name}, ..., out_dims={out_dims!r}): `out_dims` must be an "
+                             "int, None or a python collection of ints representing where in "
+                             "the outputs the vmapped dimension should appear.")
+    leaves, out_spec = _tree_flatten(output)
+
+    def incompatible():
+        return ValueError(f"vmap({name}, ..., out_dims={out_dims!r})(<inputs>): out_dims is not "
+                          "compatible with the structure of `outputs`. out_dims has structure "
+                          f"{_spec_str(_tree_flatten(out_dims)[1])} but outputs has structure "
+                          f"{_spec_str(out_spec)}.")
+
+    if isinstance(output, Tensor):
+        if out_dims is None or isinstance(out_dims, int):
+            return [out_dims]
+        if isinstance(out_dims, tuple) and len(out_dims) == 1:
+            return list(out_dims)
+        raise incompatible()
+    if not _is_node(out_dims):
+        return [out_dims] * len(leaves)
+    try:
+        return _broadcast_prefix(out_dims, output, "out_dims")
+    except ValueError:
+        raise incompatible() from None
+
+
+def _stack_outputs(results, out_dims, name):
+    """The per-slice outputs stacked along their out_dims."""
+    first_leaves, out_spec = _tree_flatten(results[0])
+    per_slice = [_tree_flatten(r)[0] for r in results]
+    for pl in per_slice:
+        if len(pl) != len(first_leaves):
+            raise ValueError(f"vmap({name}, ...): func returned outputs of different "
+                             f"structure for different batch elements")
+    odims = _flat_out_dims(out_dims, results[0], name)
+    outs = []
+    for j, od in enumerate(odims):
+        col = [pl[j] for pl in per_slice]
+        if od is None:
+            outs.append(col[0])
+            continue
+        if not isinstance(col[0], Tensor):
+            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
+                             f"type {type(col[0])}. Did you mean to set out_dims= to None "
+                             f"for output?")
+        nd = col[0].dim() + 1
+        if not -nd <= od < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
+                             f"{nd - 1}], but got {od})")
+        outs.append(_C.stack(col, dim=od % nd))
+    return _tree_unflatten(outs, out_spec)
+
+
+def _empty_batch(func, leaves, dims, spec, kwargs, out_dims, name):
+    """A batch of size 0: ``func`` runs once on zero-filled slices (for the shapes of its
+    outputs) and every batched output comes back with 0 entries along its out_dim."""
+    sliced = [x if d is None else _C.zeros(tuple(x.shape[:d]) + tuple(x.shape[d + 1:]),
+                                           dtype=x.dtype, device=x.device)
+              for x, d in zip(leaves, dims)]
+    out = _stack_outputs([func(*_tree_unflatten(sliced, spec), **kwargs)], out_dims, name)
+    odims = _flat_out_dims(out_dims, out, name)
+    leaves_out, out_spec = _tree_flatten(out)
+    return _tree_unflatten([o if d is None else o.narrow(d, 0, 0)
+                            for o, d in zip(leaves_out, odims)], out_spec)
 
 
 # --------------------------------------------------------------------------------------------

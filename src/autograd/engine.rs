@@ -4,8 +4,79 @@
 use super::node::{Edge, Node};
 use super::GradModeGuard;
 use crate::{Error, Result, Tensor};
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// A function run once the backward pass that queued it has finished
+/// (`Variable._execution_engine.queue_callback` in PyTorch).
+pub type FinalCallback = Box<dyn FnOnce() -> Result<()> + Send>;
+
+/// One running backward pass: its id and the callbacks queued for its end.
+struct Pass {
+    id: u64,
+    callbacks: Vec<FinalCallback>,
+}
+
+thread_local! {
+    /// The passes running on this thread, innermost last (a hook may start another pass).
+    static PASSES: RefCell<Vec<Pass>> = const { RefCell::new(Vec::new()) };
+}
+
+static NEXT_PASS_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The id of the innermost backward pass running on this thread (hooks run on the pass's
+/// thread), or `None` outside backward. Ids are unique for the life of the process.
+pub fn current_pass_id() -> Option<u64> {
+    PASSES.with(|p| p.borrow().last().map(|pass| pass.id))
+}
+
+/// Queue `callback` to run when the innermost backward pass on this thread ends (after its
+/// last node, before `backward()`/`grad()` return), as PyTorch's `queue_callback`.
+pub fn queue_callback(callback: FinalCallback) -> Result<()> {
+    PASSES.with(|p| match p.borrow_mut().last_mut() {
+        Some(pass) => {
+            pass.callbacks.push(callback);
+            Ok(())
+        }
+        None => Err(Error::Runtime(
+            "Final callbacks can only be installed during backward pass.".into(),
+        )),
+    })
+}
+
+/// Registers a pass for the duration of `run_backward` (popped even if a node panics).
+struct PassGuard;
+
+impl PassGuard {
+    fn enter() -> PassGuard {
+        let id = NEXT_PASS_ID.fetch_add(1, Ordering::Relaxed);
+        PASSES.with(|p| {
+            p.borrow_mut().push(Pass {
+                id,
+                callbacks: Vec::new(),
+            })
+        });
+        PassGuard
+    }
+
+    /// The callbacks queued so far (callbacks may queue more while they run).
+    fn take_callbacks(&self) -> Vec<FinalCallback> {
+        PASSES.with(|p| {
+            p.borrow_mut()
+                .last_mut()
+                .map(|pass| std::mem::take(&mut pass.callbacks))
+                .unwrap_or_default()
+        })
+    }
+}
+
+impl Drop for PassGuard {
+    fn drop(&mut self) {
+        PASSES.with(|p| p.borrow_mut().pop());
+    }
+}
 
 type NodeKey = *const Node;
 
@@ -50,6 +121,36 @@ impl Captures {
 /// * `inputs`: if given, gradients are returned for these tensors and, when accumulating,
 ///   only these leaves are written.
 fn run_backward(
+    roots: &[Tensor],
+    root_grads: Vec<Tensor>,
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Option<&[Tensor]>,
+    accumulate: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let pass = PassGuard::enter();
+    let grads = run_graph(
+        roots,
+        root_grads,
+        retain_graph,
+        create_graph,
+        inputs,
+        accumulate,
+    )?;
+    // Final callbacks run only after a pass that succeeded (as PyTorch's graph task).
+    loop {
+        let callbacks = pass.take_callbacks();
+        if callbacks.is_empty() {
+            return Ok(grads);
+        }
+        for callback in callbacks {
+            callback()?;
+        }
+    }
+}
+
+/// The body of [`run_backward`]: the dependency count and the node loop.
+fn run_graph(
     roots: &[Tensor],
     root_grads: Vec<Tensor>,
     retain_graph: bool,

@@ -12,7 +12,7 @@ pub mod grad_mode;
 pub mod node;
 pub mod saved;
 
-pub use engine::{backward, grad};
+pub use engine::{backward, current_pass_id, grad, queue_callback, FinalCallback};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use node::{
     BackwardFn, Edge, HookFn, Node, NodePostHookFn, NodePreHookFn, PostAccumulateHookFn,

@@ -639,6 +639,28 @@ fn _set_inference_mode(enabled: bool) {
     autograd::grad_mode::set_inference_mode(enabled)
 }
 
+/// `Variable._execution_engine.queue_callback(callback)`: run `callback()` when the current
+/// backward pass ends. A Python exception it raises propagates out of `backward()`.
+#[pyfunction]
+fn _queue_callback(callback: Py<PyAny>) -> PyResult<()> {
+    autograd::queue_callback(Box::new(move || {
+        Python::attach(|py| {
+            callback
+                .call0(py)
+                .map(|_| ())
+                .map_err(|e| py_err_to_error(py, e))
+        })
+    }))?;
+    Ok(())
+}
+
+/// The id of the backward pass running on this thread (None outside backward): hooks use it
+/// to tell passes apart (`register_multi_grad_hook`).
+#[pyfunction]
+fn _current_backward_pass_id() -> Option<u64> {
+    autograd::current_pass_id()
+}
+
 /// `autograd.set_detect_anomaly` core.
 #[pyfunction]
 #[pyo3(signature = (enabled, check_nan=true))]
@@ -684,6 +706,8 @@ fn warn_anomaly(msg: &str) {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::anomaly::set_hooks(capture_python_stack, warn_anomaly);
     m.add_function(wrap_pyfunction!(_set_detect_anomaly, m)?)?;
+    m.add_function(wrap_pyfunction!(_queue_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(_current_backward_pass_id, m)?)?;
     m.add_function(wrap_pyfunction!(is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
     m.add_class::<PyNode>()?;

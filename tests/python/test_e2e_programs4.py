@@ -2936,7 +2936,8 @@ def test_is_grads_batched_jacobian():
     full = torch.autograd.functional.jacobian(lambda v: torch.tanh(v @ w).sum(0), x)
     assert torch.allclose(jac, full, atol=1e-6)
     assert w.grad is not None and x.grad is not None
-    with pytest.raises(RuntimeError, match="grad_outputs"):
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar "
+                                           "outputs"):
         torch.autograd.grad(torch.tanh(x @ w).sum(0), x, is_grads_batched=True)
 
 

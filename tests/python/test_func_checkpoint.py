@@ -73,7 +73,7 @@ def test_grad_argnums_tuple_and_negative():
 
 def test_grad_argnums_errors():
     x = T(X3)
-    with pytest.raises(RuntimeError, match="argnums"):
+    with pytest.raises(RuntimeError, match="argnum"):
         F.grad(lambda x: x.sum(), argnums=1)(x)
     with pytest.raises(RuntimeError, match="argnums"):
         F.grad(lambda x, y: x.sum(), argnums=(0, 0))(x, x)
@@ -203,7 +203,7 @@ def test_jvp_values():
     out, jv, aux = F.jvp(lambda x: (x ** 2, 7), (x,), (T(v),), has_aux=True)
     close(jv, 2 * X3 * v)
     assert aux == 7
-    with pytest.raises(RuntimeError, match="same shape"):
+    with pytest.raises(RuntimeError, match="different size"):
         F.jvp(lambda x: x, (x,), (T(np.ones(2)),))
 
 
@@ -403,7 +403,9 @@ def test_checkpoint_matches_plain_with_dropout(use_reentrant):
     ft.manual_seed(42)
     y2 = checkpoint(m, x2, use_reentrant=use_reentrant)
     close(y2, y_ref)
-    assert y2.grad_fn is not None and "Checkpoint" in repr(y2.grad_fn)
+    assert y2.grad_fn is not None
+    if use_reentrant:  # the non-reentrant form leaves the last op's node, as in torch
+        assert "Checkpoint" in repr(y2.grad_fn)
     # the RNG stream after the checkpointed forward is where the plain forward left it
     ft.manual_seed(42)
     m(T(xv))
@@ -560,7 +562,8 @@ def test_checkpoint_context_fn_runs_forward_and_recompute_in_their_contexts():
     a, b = noop_context_fn()
     with a, b:
         pass
-    with pytest.raises(ValueError, match="Passing `context_fn` or `debug` is only supported "
+    with pytest.raises(ValueError, match="Passing `context_fn`, `debug`, or "
+                                         "`respect_saved_tensors_hooks` is only supported "
                                          "when use_reentrant=False."):
         checkpoint(fn, x, use_reentrant=True, context_fn=lambda: (tag("f"), tag("r")))
     with pytest.raises(ValueError, match="only supported when use_reentrant=False"):

@@ -43,6 +43,9 @@ class set_detect_anomaly:
     manager the previous setting comes back on exit."""
 
     def __init__(self, mode, check_nan=True):
+        from ferrotorch.autograd.grad_mode import _check_bool
+
+        _check_bool("set_anomaly_enabled", mode)
         self.prev = is_anomaly_enabled()
         self.prev_check_nan = is_anomaly_check_nan_enabled()
         _C._set_detect_anomaly(bool(mode), bool(check_nan))

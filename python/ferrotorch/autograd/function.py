@@ -7,12 +7,30 @@ backward calls ``cls.backward(ctx, *grad_outputs)``. Both styles of PyTorch are 
 
 import functools
 import inspect
+import warnings
+import weakref
 
 from ferrotorch import _C
 from ferrotorch.autograd.grad_mode import no_grad
-from ferrotorch.autograd.graph import _current_saved_tensors_hooks
+from ferrotorch.autograd.graph import (
+    _current_saved_tensors_hooks,
+    _function_nodes,
+    increment_version,
+)
 
 Tensor = _C.Tensor
+
+#: ``hash(grad_fn)`` (its node's address) -> ctx, for the nodes of user Functions while
+#: their backward is alive.
+_ctx_of_node = {}
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward."
+)
 
 
 class FunctionCtx:
@@ -26,22 +44,20 @@ class FunctionCtx:
         self._dirty = ()
         self._non_differentiable = ()
         self.materialize_grads = True
+        self._ran_backward = False
 
     def save_for_backward(self, *tensors):
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save tensors or None")
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{i} is of type {type(t).__name__}")
         self._saved = tensors
         self._saved_versions = tuple(None if t is None else t._version for t in tensors)
 
     @property
     def saved_tensors(self):
         if self._released:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved "
-                "tensors after they have already been freed). Specify retain_graph=True if you "
-                "need to backward through the graph a second time."
-            )
+            raise RuntimeError(_FREED_MESSAGE)
         saved = tuple(t.unpack() if isinstance(t, (_C._SavedOutput, _PackedSaved)) else t
                       for t in self._saved)
         for t, v in zip(saved, self._saved_versions):
@@ -49,9 +65,17 @@ class FunctionCtx:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [{t.type()} {list(t.shape)}] is at version "
-                    f"{t._version}; expected version {v} instead."
+                    f"{t._version}; expected version {v} instead. Hint: enable anomaly "
+                    "detection to find the operation that failed to compute its gradient, "
+                    "with torch.autograd.set_detect_anomaly(True, check_nan=False)."
                 )
         return saved
+
+    @property
+    def saved_variables(self):
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
+        return self.saved_tensors
 
     def mark_dirty(self, *tensors):
         self._dirty = tensors
@@ -90,6 +114,18 @@ class Function(metaclass=_FunctionMeta):
     """Subclass with ``@staticmethod forward(ctx, ...)`` and ``backward(ctx, *grads)``;
     call ``MyFunction.apply(...)``."""
 
+    def __init__(self, *args, **kwargs):
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd "
+                      "functions are all static, so you should invoke them on the class itself. "
+                      "Instantiating an autograd function will raise an error in a future "
+                      "version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is "
+                           "deprecated. Please use new-style autograd function with static "
+                           "forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom "
@@ -97,8 +133,26 @@ class Function(metaclass=_FunctionMeta):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("You must implement the backward function for custom "
-                                  "autograd.Function.")
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode "
+                                  "AD.")
+
+    # ``vjp`` and ``backward`` are aliases: a Function implements one of them.
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
+    #: PyTorch's vmap calls the ``vmap`` staticmethod unless this is True; ``func.vmap`` here
+    #: runs the Function once per sample, so neither is needed (kept for the API).
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -127,6 +181,16 @@ class Function(metaclass=_FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         is_tuple = isinstance(outputs, tuple)
         outs = list(outputs) if is_tuple else [outputs]
+        if ctx._dirty:
+            # Inputs modified in place must be outputs; they get a new version (PyTorch).
+            if any(not any(d is o for o in outs) for d in ctx._dirty):
+                raise RuntimeError("Some elements marked as dirty during the forward method "
+                                   "were not returned as output. The inputs that are modified "
+                                   "inplace must all be outputs of the Function.")
+            increment_version(ctx._dirty)
+        # Saved tensors are checked against their versions after forward (PyTorch saves them
+        # only once forward returned).
+        ctx._saved_versions = tuple(None if t is None else t._version for t in ctx._saved)
         if not (_C.is_grad_enabled() and any(ctx.needs_input_grad)):
             return outputs
         tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
@@ -144,11 +208,18 @@ class Function(metaclass=_FunctionMeta):
         ]
         diff_outputs = [outs[k] for k in diff_idx]
         shapes = [(o.shape, o.dtype, o.device) for o in diff_outputs]
+        in_meta = [(tuple(i.shape), i.dtype) for i in inputs]
         n_outs = len(outs)  # (the bridge must not hold the outputs: see _SavedOutput)
+        node_name = getattr(cls, "_node_name", None) or cls.__name__ + "Backward"
 
         def backward_bridge(grads):
             if ctx._released:
                 _ = ctx.saved_tensors  # raises the "second time" error
+            ctx._ran_backward = True
+            if cls.backward is not Function.backward and cls.vjp is not Function.vjp:
+                raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function "
+                                   "is not allowed. You should only implement one of them.")
+            user_fn = cls.vjp if cls.vjp is not Function.vjp else cls.backward
             full = [None] * n_outs
             for k, g in zip(diff_idx, grads):
                 full[k] = g
@@ -157,18 +228,21 @@ class Function(metaclass=_FunctionMeta):
                     if full[k] is None:
                         shape, dtype, device = shapes[j]
                         full[k] = _C.zeros(shape, dtype=dtype, device=device)
-            res = cls.backward(ctx, *full)
-            if not isinstance(res, tuple):
-                res = (res,)
-            if len(res) < len(args):
-                raise RuntimeError(
-                    f"function {cls.__name__}Backward returned an incorrect number of gradients "
-                    f"(expected {len(args)}, got {len(res)})"
-                )
-            return [res[i] for i in tensor_positions]
+            res = user_fn(ctx, *full)
+            return _validate_grads(node_name, res, len(args), tensor_positions, in_meta)
 
-        node_name = getattr(cls, "_node_name", None) or cls.__name__ + "Backward"
         _C._record_function(node_name, backward_bridge, inputs, diff_outputs)
+        # The engine drops the bridge when a backward without retain_graph frees the node:
+        # the ctx's saved tensors go with it.
+        node_key = None
+        if diff_outputs and not getattr(cls, "_node_name", None) \
+                and not cls.__module__.startswith("ferrotorch."):
+            # A user Function's grad_fn reads its attributes from the ctx (in PyTorch the
+            # grad_fn *is* the ctx): saved_tensors, needs_input_grad, what forward stored.
+            _function_nodes[node_name] = BackwardCFunction
+            node_key = hash(diff_outputs[0].grad_fn)
+            _ctx_of_node[node_key] = ctx
+        weakref.finalize(backward_bridge, _bridge_freed, ctx, node_key)
         hooks = _current_saved_tensors_hooks()
         if hooks is not None:
             # saved_tensors_hooks: keep what the pack hook returns (no version check then).
@@ -184,6 +258,77 @@ class Function(metaclass=_FunctionMeta):
         if not is_tuple:
             return outs[0]
         return tuple(outs)
+
+
+def _bridge_freed(ctx, node_key):
+    """The engine dropped a Function's backward: after a backward pass (not a garbage-collected
+    graph) the saved tensors are freed, as PyTorch does."""
+    if node_key is not None and _ctx_of_node.get(node_key) is ctx:
+        del _ctx_of_node[node_key]
+    if ctx._ran_backward:
+        ctx._released = True
+        ctx._saved = ()
+
+
+def _validate_grads(node_name, res, n_args, tensor_positions, in_meta):
+    """PyTorch's checks on what a custom backward returns (PyNode::apply, validate_outputs):
+    one gradient per forward argument (extra trailing Nones allowed), Tensors or None for
+    tensor arguments and None for the others; a gradient of a broadcast shape is summed to
+    the input's shape and every gradient is cast to the input's dtype."""
+    if not isinstance(res, tuple):
+        res = (res,)
+    if len(res) > n_args and all(r is None for r in res[n_args:]):
+        res = res[:n_args]
+    if len(res) != n_args:
+        raise RuntimeError(f"function {node_name} returned an incorrect number of gradients "
+                           f"(expected {n_args}, got {len(res)})")
+    is_tensor_arg = set(tensor_positions)
+    for i, g in enumerate(res):
+        if i in is_tensor_arg:
+            if g is not None and not isinstance(g, Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+        elif g is not None:
+            raise RuntimeError(f"function {node_name} returned a gradient different than None "
+                               f"at position {i + 1}, but the corresponding forward input was "
+                               "not a Variable")
+    out = []
+    for j, i in enumerate(tensor_positions):
+        g = res[i]
+        if g is not None:
+            shape, dtype = in_meta[j]
+            if tuple(g.shape) != shape:
+                if not _expandable_to(shape, tuple(g.shape)):
+                    raise RuntimeError(f"Function {node_name} returned an invalid gradient at "
+                                       f"index {j} - got {list(g.shape)} but expected shape "
+                                       f"compatible with {list(shape)}")
+                g = g.sum_to_size(shape)
+            if g.dtype != dtype:
+                g = g.to(dtype)
+        out.append(g)
+    return out
+
+
+def _expandable_to(shape, desired):
+    """Whether ``shape`` broadcasts to ``desired`` (at::is_expandable_to)."""
+    if len(shape) > len(desired):
+        return False
+    return all(s == d or s == 1 for s, d in zip(reversed(shape), reversed(desired)))
+
+
+class BackwardCFunction:
+    """Base class of the ``grad_fn`` of a user-defined Function's outputs
+    (``isinstance(out.grad_fn, BackwardCFunction)``). Attributes a node does not have are read
+    from the Function's ctx while the node holds it (until a backward frees it)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        ctx = _ctx_of_node.get(hash(self))
+        if ctx is None:
+            if name == "saved_tensors":
+                raise RuntimeError(_FREED_MESSAGE)
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return getattr(ctx, name)
 
 
 class _DelayedError(Function):

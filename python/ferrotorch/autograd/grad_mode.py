@@ -3,6 +3,7 @@
 import functools
 import inspect
 import sys
+import threading
 
 from ferrotorch import _C
 
@@ -95,14 +96,28 @@ class enable_grad(_DecoratorContextManager):
         return False
 
 
+def _check_bool(fn_name, value):
+    """PyTorch's argument parser: a ``bool`` argument accepts only a Python bool."""
+    if not isinstance(value, bool):
+        t = type(value)
+        name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+        raise TypeError(f"{fn_name}(): argument 'enabled' (position 1) must be bool, not {name}")
+
+
 class set_grad_enabled(_DecoratorContextManager):
     """Set grad mode to ``mode``; takes effect immediately (like PyTorch) and is restored
-    when used as a context manager."""
+    when used as a context manager. As a decorator (``@set_grad_enabled(False)``) it leaves the
+    current mode alone and sets ``mode`` only while the function runs."""
 
     def __init__(self, mode):
+        _check_bool("set_grad_enabled", mode)
         self.prev = _C.is_grad_enabled()
-        self.mode = bool(mode)
+        self.mode = mode
         _C._set_grad_enabled(self.mode)
+
+    def __call__(self, func):
+        _C._set_grad_enabled(self.prev)
+        return super().__call__(func)
 
     def __enter__(self):
         pass
@@ -140,6 +155,40 @@ class inference_mode(_DecoratorContextManager):
         _C._set_grad_enabled(self.prev[0])
         _C._set_inference_mode(self.prev[1])
         return False
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class _MultithreadingState(threading.local):
+    enabled = True
+
+
+_multithreading = _MultithreadingState()
+
+
+def is_multithreading_enabled():
+    """Whether multithreaded backward is enabled (on this thread)."""
+    return _multithreading.enabled
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Enable or disable multithreaded backward (thread-local), as a function call, a context
+    manager or a decorator. PyTorch runs backward on per-device worker threads unless this is
+    off; ferrotorch's engine has no such threads, so only the setting is kept (results do not
+    depend on it in either library)."""
+
+    def __init__(self, mode):
+        _check_bool("set_multithreading_enabled", mode)
+        self.prev = _multithreading.enabled
+        _multithreading.enabled = mode
+        self.mode = mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _multithreading.enabled = self.prev
 
     def clone(self):
         return self.__class__(self.mode)

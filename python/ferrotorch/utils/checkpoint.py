@@ -1,28 +1,23 @@
 """``ferrotorch.utils.checkpoint``: activation checkpointing, as ``torch.utils.checkpoint``.
 
-:func:`checkpoint` runs ``function`` without recording a graph (its intermediate activations
-are freed right away) and, during backward, runs it again with grad recording on and
-backpropagates through that recomputation. With ``preserve_rng_state=True`` (the default) the
-CPU random-number state is saved before the forward and restored for the recomputation, so
-dropout masks are the same both times.
+:func:`checkpoint` computes ``function`` without keeping the tensors its ops save for backward
+and recomputes them during backward. With ``preserve_rng_state=True`` (the default) the CPU
+random-number state is saved before the forward and restored for the recomputation, so dropout
+masks are the same both times.
 
-Differences from PyTorch:
+* ``use_reentrant=False`` (PyTorch's recommended variant) works as PyTorch's: the forward is
+  recorded as usual but under ``saved_tensors_hooks`` that keep only a placeholder for every
+  saved tensor; the first backward that needs one reruns ``function`` (with grad recording on)
+  to get them back. Gradients reach every tensor the graph reaches (captured parameters too,
+  with ``autograd.grad`` or ``backward``), and double backward works.
+* ``use_reentrant=True``: an ``autograd.Function`` whose backward recomputes the forward and
+  calls ``autograd.backward`` on it (PyTorch's reentrant variant): gradients of tensors that are
+  not inputs of ``function`` are accumulated into their ``.grad``. With no input requiring grad
+  the output does not require grad and a warning is given (as in PyTorch).
 
-* Both ``use_reentrant=True`` and ``use_reentrant=False`` use the same mechanism: an
-  ``autograd.Function`` whose backward recomputes the forward and calls ``autograd.backward`` on
-  it. Gradients of tensors that are not inputs of ``function`` (e.g. the parameters of a module
-  it calls) are therefore *accumulated into their ``.grad``* during the outer backward, as in
-  PyTorch's reentrant variant. With ``use_reentrant=False`` this also works when no input
-  requires grad (a dummy input keeps the node in the graph), but, unlike PyTorch's
-  non-reentrant variant, ``autograd.grad(..., inputs=params)`` through a checkpoint does not
-  return those parameter gradients (it accumulates them into ``.grad``), and double backward
-  through a checkpoint is not supported.
-* With ``use_reentrant=True`` and no input requiring grad, the output does not require grad and
-  a warning is given (as in PyTorch).
-* Only the CPU generator's state is preserved (``ferrotorch.random.get_rng_state``).
-* ``context_fn`` (non-reentrant only, as in PyTorch) gives the two context managers the forward
-  and the recomputation run in; ``determinism_check`` and ``debug`` are accepted only with their
-  default values.
+Differences from PyTorch: only the CPU generator's state is preserved
+(``ferrotorch.random.get_rng_state``); the recomputation always runs ``function`` to its end
+(no early stop); ``debug`` and the use of ``.grad()`` with the reentrant variant are not checked.
 """
 
 import contextlib
@@ -32,40 +27,45 @@ import warnings
 from ferrotorch import _C
 from ferrotorch.autograd.function import Function
 from ferrotorch.autograd.grad_mode import enable_grad
+from ferrotorch.autograd.graph import saved_tensors_hooks
 from ferrotorch.random import fork_rng, get_rng_state, set_rng_state
 
 Tensor = _C.Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential", "noop_context_fn"]
+__all__ = ["checkpoint", "checkpoint_sequential", "noop_context_fn", "CheckpointError",
+           "detach_variable", "check_backward_validity"]
+
+
+class CheckpointError(RuntimeError):
+    """Raised when the recomputation does not save what the original forward saved."""
+
+
+def detach_variable(inputs):
+    """Detached copies of the tensors in the tuple ``inputs``, keeping ``requires_grad``."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError("Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if not isinstance(inp, Tensor):
+            out.append(inp)
+            continue
+        x = inp.detach()
+        x.requires_grad_(inp.requires_grad)
+        out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs):
+    """Warn when no tensor in ``inputs`` requires grad."""
+    if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)
 
 
 def noop_context_fn():
     """The default ``context_fn``: two null contexts."""
     return contextlib.nullcontext(), contextlib.nullcontext()
-
-
-class _InContexts:
-    """Runs ``run`` in ``forward_context`` the first time (the checkpointed forward) and in
-    ``recompute_context`` afterwards (the recomputation during backward)."""
-
-    def __init__(self, run, forward_context, recompute_context):
-        self.run, self.contexts = run, [forward_context, recompute_context]
-        self.calls = 0
-
-    def __call__(self, *args):
-        ctx = self.contexts[min(self.calls, 1)]
-        self.calls += 1
-        with ctx:
-            return self.run(*args)
-
-
-def _detach_like(x):
-    if not isinstance(x, Tensor):
-        return x
-    d = x.detach()
-    if x.requires_grad:
-        d.requires_grad_()
-    return d
 
 
 class CheckpointFunction(Function):
@@ -113,7 +113,8 @@ class CheckpointFunction(Function):
 
 
 def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
-               determinism_check="default", debug=False, preserve_rng_state=True, **kwargs):
+               determinism_check="default", debug=False, preserve_rng_state=True,
+               early_stop=True, respect_saved_tensors_hooks=None, **kwargs):
     """Checkpoint a model or part of a model: ``function(*args, **kwargs)`` is computed without
     keeping its activations, and recomputed during backward.
 
@@ -136,30 +137,92 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
     if context_fn is None:
         context_fn = noop_context_fn
-    if use_reentrant and (context_fn is not noop_context_fn or debug is not False):
-        raise ValueError("Passing `context_fn` or `debug` is only supported when "
-                         "use_reentrant=False.")
+    if use_reentrant and (context_fn is not noop_context_fn or debug is not False
+                          or respect_saved_tensors_hooks is not None):
+        raise ValueError("Passing `context_fn`, `debug`, or `respect_saved_tensors_hooks` is "
+                         "only supported when use_reentrant=False.")
     run = functools.partial(function, **kwargs) if kwargs else function
-    if context_fn is not noop_context_fn:
-        run = _InContexts(run, *context_fn())
-    if not _C.is_grad_enabled():
-        return run(*args)
-    needs = any(isinstance(a, Tensor) and a.requires_grad for a in args)
     if use_reentrant:
-        if not needs:
-            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                          stacklevel=2)
+        if not _C.is_grad_enabled():
+            return run(*args)
+        check_backward_validity(args)
         return CheckpointFunction.apply(run, preserve_rng_state, *args)
-    if needs:
-        return CheckpointFunction.apply(run, preserve_rng_state, *args)
-    # Non-reentrant: keep a node in the graph so that captured tensors (parameters) still get
-    # their gradients; the dummy input's own gradient is discarded.
-    dummy = _C.zeros((), requires_grad=True)
+    if determinism_check not in ("default", "none"):
+        raise ValueError("determinism_check should be one of ['default', 'none'], but got "
+                         f"{determinism_check}")
+    forward_context, recompute_context = context_fn()
+    frame = _Frame(run, args, get_rng_state() if preserve_rng_state else None,
+                   recompute_context, determinism_check)
+    with forward_context:
+        if not _C.is_grad_enabled():
+            return run(*args)
+        with saved_tensors_hooks(frame.pack, frame.unpack):
+            return run(*args)
 
-    def run_with_dummy(_dummy, *a):
-        return run(*a)
 
-    return CheckpointFunction.apply(run_with_dummy, preserve_rng_state, dummy, *args)
+class _Frame:
+    """One non-reentrant checkpointed call: its forward saves placeholders (indices) instead
+    of tensors; the first unpack of a backward reruns the function and hands out the tensors
+    it saves, in the same order."""
+
+    def __init__(self, run, args, rng_state, recompute_context, determinism_check):
+        self.run, self.args, self.rng_state = run, args, rng_state
+        self.recompute_context = recompute_context
+        self.check = determinism_check != "none"
+        self.metadata = []  # (shape, dtype, device) of each tensor the forward saved
+        self.recomputed = {}  # index -> recomputed tensor, until backward takes it
+
+    @staticmethod
+    def _meta(t):
+        return {"shape": tuple(t.shape), "dtype": t.dtype, "device": t.device}
+
+    def pack(self, t):
+        self.metadata.append(self._meta(t))
+        return len(self.metadata) - 1
+
+    def unpack(self, index):
+        if index not in self.recomputed:
+            self._recompute()
+        return self.recomputed.pop(index)
+
+    def _recompute(self):
+        got = []
+
+        def pack(t):
+            if len(got) >= len(self.metadata):
+                raise CheckpointError("torch.utils.checkpoint: trying to save more tensors "
+                                      "during recomputation than during the original forward "
+                                      "pass.")
+            got.append(t.detach())  # backward gives it the original forward's history back
+            return None
+
+        def unpack(_):
+            raise CheckpointError("torch.utils.checkpoint: the graph of the recomputation is "
+                                  "not differentiable")
+
+        state = self.rng_state
+        with fork_rng(enabled=state is not None):
+            if state is not None:
+                set_rng_state(state)
+            with enable_grad(), self.recompute_context, saved_tensors_hooks(pack, unpack):
+                self.run(*self.args)
+        if len(got) != len(self.metadata):
+            raise CheckpointError(
+                "torch.utils.checkpoint: A different number of tensors was saved during the "
+                "original forward and recomputation.\nNumber of tensors saved during forward: "
+                f"{len(self.metadata)}\nNumber of tensors saved during recomputation: "
+                f"{len(got)}.")
+        if self.check:
+            mismatched = ""
+            for idx, (meta, t) in enumerate(zip(self.metadata, got)):
+                if meta != self._meta(t):
+                    mismatched += (f"tensor at position {idx}:\nsaved metadata: {meta}\n"
+                                   f"recomputed metadata: {self._meta(t)}\n")
+            if mismatched:
+                raise CheckpointError(
+                    "torch.utils.checkpoint: Recomputed values for the following tensors have "
+                    f"different metadata than during the forward pass.\n{mismatched}.")
+        self.recomputed = dict(enumerate(got))
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):  # noqa: A002
