@@ -5,7 +5,11 @@ flow through ``rsample``, ``log_prob`` and ``kl_divergence``. ``transforms`` and
 ``TransformedDistribution`` build further distributions by change of variables;
 ``biject_to``/``transform_to`` map unconstrained parameters onto constraints."""
 
+import sys as _sys
+import types as _types
+
 from ferrotorch.distributions import constraints, transforms
+from ferrotorch.distributions import utils  # noqa: F401 (torch.distributions.utils)
 from ferrotorch.distributions.binomial import Binomial, Multinomial, NegativeBinomial
 from ferrotorch.distributions.constraint_registry import biject_to, transform_to
 from ferrotorch.distributions.continuous import (
@@ -103,3 +107,36 @@ __all__ = [
     "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
     "transforms",
 ]
+
+# torch.distributions has one submodule per distribution (``torch.distributions.normal``...);
+# programs import from them (``from torch.distributions.normal import Normal``), so each is
+# registered here as a module holding the same classes.
+_SUBMODULES = {
+    "bernoulli": ["Bernoulli"], "beta": ["Beta"], "categorical": ["Categorical"],
+    "cauchy": ["Cauchy"], "chi2": ["Chi2"], "continuous_bernoulli": ["ContinuousBernoulli"],
+    "dirichlet": ["Dirichlet"], "exponential": ["Exponential"],
+    "fishersnedecor": ["FisherSnedecor"], "generalized_pareto": ["GeneralizedPareto"],
+    "geometric": ["Geometric"], "gumbel": ["Gumbel"], "half_cauchy": ["HalfCauchy"],
+    "half_normal": ["HalfNormal"], "independent": ["Independent"],
+    "inverse_gamma": ["InverseGamma"], "kumaraswamy": ["Kumaraswamy"], "laplace": ["Laplace"],
+    "lkj_cholesky": ["LKJCholesky"], "log_normal": ["LogNormal"],
+    "logistic_normal": ["LogisticNormal"],
+    "lowrank_multivariate_normal": ["LowRankMultivariateNormal"],
+    "mixture_same_family": ["MixtureSameFamily"], "multinomial": ["Multinomial"],
+    "multivariate_normal": ["MultivariateNormal"], "negative_binomial": ["NegativeBinomial"],
+    "normal": ["Normal"],
+    "one_hot_categorical": ["OneHotCategorical", "OneHotCategoricalStraightThrough"],
+    "pareto": ["Pareto"], "poisson": ["Poisson"],
+    "relaxed_bernoulli": ["LogitRelaxedBernoulli", "RelaxedBernoulli"],
+    "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
+    "studentT": ["StudentT"], "uniform": ["Uniform"], "von_mises": ["VonMises"],
+    "weibull": ["Weibull"], "wishart": ["Wishart"],
+}
+for _name, _members in _SUBMODULES.items():
+    _mod = _types.ModuleType(f"{__name__}.{_name}")
+    _mod.__all__ = list(_members)
+    for _member in _members:
+        setattr(_mod, _member, globals()[_member])
+    _sys.modules[_mod.__name__] = _mod
+    globals()[_name] = _mod
+del _name, _members, _mod, _member

@@ -9,6 +9,7 @@ __all__ = [
     "interval", "half_open_interval", "integer_interval", "independent", "one_hot",
     "dependent", "is_dependent", "dependent_property", "corr_cholesky", "cat", "stack",
     "square", "symmetric", "positive_semidefinite", "open_interval", "multinomial",
+    "lower_triangular", "MixtureSameFamilyConstraint",
 ]
 
 
@@ -50,7 +51,7 @@ class _Dependent(Constraint):
             event_dim = self._event_dim
         return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
 
-    def check(self, value):
+    def check(self, x):
         raise ValueError("Cannot determine validity of dependent constraint")
 
 
@@ -196,6 +197,13 @@ class _Multinomial(Constraint):
         return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
 
 
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return (value.tril() == value).reshape(*value.shape[:-2], -1).all(-1)
+
+
 class _LowerCholesky(Constraint):
     event_dim = 2
 
@@ -315,7 +323,7 @@ class _Stack(Constraint):
         return _C.stack([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
 
 
-class _Independent(Constraint):
+class _IndependentConstraint(Constraint):
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
         self.base_constraint = base_constraint
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
@@ -325,6 +333,9 @@ class _Independent(Constraint):
     def check(self, value):
         result = self.base_constraint.check(value)
         n = self.reinterpreted_batch_ndims
+        if result.dim() < n:
+            raise ValueError(f"Expected value.dim() >= {self.base_constraint.event_dim + n} "
+                             f"but got {value.dim()}")
         if n:
             result = result.reshape(*result.shape[:result.dim() - n], -1).all(-1)
         return result
@@ -333,10 +344,40 @@ class _Independent(Constraint):
         return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a ``MixtureSameFamily``: adds back the rightmost batch dim (the
+    components) before checking with the component distribution's constraint."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError("base_constraint must be a Constraint, got "
+                                 f"{type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        keep = value.dim() - self.event_dim
+        return result.reshape(*result.shape[:keep], -1).all(-1)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_constraint!r})"
+
+
 dependent = _Dependent()
 boolean = _Boolean()
 real = _Real()
-real_vector = _Independent(real, 1)
+real_vector = _IndependentConstraint(real, 1)
 positive = _GreaterThan(0.0)
 nonnegative = _GreaterThanEq(0.0)
 nonnegative_integer = _IntegerGreaterThan(0)
@@ -344,6 +385,7 @@ positive_integer = _IntegerGreaterThan(1)
 unit_interval = _Interval(0.0, 1.0)
 simplex = _Simplex()
 one_hot = _OneHot()
+lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 greater_than = _GreaterThan
@@ -352,7 +394,7 @@ less_than = _LessThan
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
-independent = _Independent
+independent = _IndependentConstraint
 corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()

@@ -14,6 +14,7 @@ from ferrotorch.distributions.distribution import (
     _uniform_open,
     broadcast_all,
 )
+from ferrotorch.distributions.exp_family import ExponentialFamily
 from ferrotorch.distributions.transformed_distribution import TransformedDistribution
 from ferrotorch.distributions.transforms import AffineTransform, ExpTransform
 
@@ -44,8 +45,17 @@ class _LocScale(_ExpandByAttributes):
         return _uniform_open(shape, self.loc.dtype, self.loc.device)
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``."""
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
 
     @property
     def mean(self):
@@ -162,14 +172,17 @@ class Cauchy(_LocScale):
 class Uniform(_ExpandByAttributes):
     """Uniform distribution on the half-open interval ``[low, high)``."""
 
-    arg_constraints = {"low": constraints.dependent, "high": constraints.dependent}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        # Each bound is constrained by the other (validated, and reported, like torch's).
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
-        if self._validate_args and not bool((self.low < self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     @property
     def support(self):
@@ -216,12 +229,21 @@ class Uniform(_ExpandByAttributes):
         return (self.high - self.low).log()
 
 
-class Exponential(_ExpandByAttributes):
+class Exponential(_ExpandByAttributes, ExponentialFamily):
     """Exponential distribution with ``rate`` (inverse scale)."""
 
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)

@@ -14,6 +14,7 @@ from ferrotorch.distributions.distribution import (
     logits_to_probs,
     probs_to_logits,
 )
+from ferrotorch.distributions.exp_family import ExponentialFamily
 from ferrotorch.nn import functional as F
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
@@ -24,12 +25,21 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.probs.logit(),)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         _one_of(probs, logits)

@@ -14,7 +14,8 @@ _EMPTY_SIZE = Size()  # the default sample/batch/event shape
 
 
 def _is_number(x):
-    return isinstance(x, (builtins.int, builtins.float)) and not isinstance(x, bool)
+    # numbers.Number, as torch checks: bools are numbers too (Bernoulli(True) is valid).
+    return isinstance(x, (builtins.int, builtins.float))
 
 
 def broadcast_all(*values):
@@ -23,9 +24,8 @@ def broadcast_all(*values):
     tensors = [v for v in values if isinstance(v, _C.Tensor)]
     for v in values:
         if not (isinstance(v, _C.Tensor) or _is_number(v)):
-            raise ValueError("Input arguments must all be instances of numbers.Number, "
-                             f"ferrotorch.Tensor or objects implementing __torch_function__."
-                             f" Got {type(v).__name__}")
+            raise ValueError("Input arguments must all be instances of Number, "
+                             "ferrotorch.Tensor or objects implementing __torch_function__.")
     if tensors:
         like = tensors[0]
         dtype = like.dtype if like.dtype.is_floating_point else _C.get_default_dtype()
@@ -156,8 +156,8 @@ class Distribution:
             return self.rsample(sample_shape)
 
     def sample_n(self, n):
-        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning,
-                      stacklevel=2)
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                      FutureWarning, stacklevel=2)
         return self.sample(Size((n,)))
 
     def rsample(self, sample_shape=_EMPTY_SIZE):
@@ -192,16 +192,16 @@ class Distribution:
         event_dim_start = value.dim() - len(self._event_shape)
         if tuple(value.shape[event_dim_start:]) != tuple(self._event_shape):
             raise ValueError(
-                f"The right-most size of value must match event_shape: {tuple(value.shape)} "
-                f"vs {tuple(self._event_shape)}."
+                f"The right-most size of value must match event_shape: {value.size()} "
+                f"vs {self._event_shape}."
             )
         actual = tuple(value.shape)
         expected = tuple(self._batch_shape) + tuple(self._event_shape)
         for i, j in zip(reversed(actual), reversed(expected)):
             if i != 1 and j != 1 and i != j:
                 raise ValueError(
-                    f"Value is not broadcastable with batch_shape+event_shape: {actual} vs "
-                    f"{expected}."
+                    f"Value is not broadcastable with batch_shape+event_shape: {Size(actual)} "
+                    f"vs {Size(expected)}."
                 )
         support = self.support
         if support is None or constraints.is_dependent(support):
@@ -215,6 +215,10 @@ class Distribution:
             )
 
     def _get_checked_instance(self, cls, _instance=None):
+        if cls is type(self):
+            # A generic expand() passes type(self): check against the ferrotorch class the
+            # instance derives from, so a user subclass with its own __init__ is caught.
+            cls = next(c for c in cls.__mro__ if c.__module__.startswith(__package__))
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(
                 f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "

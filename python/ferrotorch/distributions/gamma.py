@@ -18,6 +18,7 @@ from ferrotorch.distributions.distribution import (
     logits_to_probs,
     probs_to_logits,
 )
+from ferrotorch.distributions.exp_family import ExponentialFamily
 
 __all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "StudentT", "Poisson", "Geometric"]
 
@@ -46,12 +47,21 @@ def _no_grad():
     return no_grad()
 
 
-class Gamma(_ExpandByAttributes):
+class Gamma(_ExpandByAttributes, ExponentialFamily):
     """Gamma distribution with shape ``concentration`` and inverse scale ``rate``."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -77,6 +87,9 @@ class Gamma(_ExpandByAttributes):
         return value.clamp(min=finfo(value.dtype).tiny)
 
     def log_prob(self, value):
+        # torch.as_tensor first, so a Python number is accepted here (unlike most log_probs).
+        if not isinstance(value, _C.Tensor):
+            value = _C.tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
         value = _as_float(value, self.rate)
@@ -107,12 +120,19 @@ class Chi2(Gamma):
         return self.concentration * 2
 
 
-class Dirichlet(_ExpandByAttributes):
+class Dirichlet(_ExpandByAttributes, ExponentialFamily):
     """Dirichlet distribution over the simplex with ``concentration`` (``..., K``)."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()
 
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
@@ -165,7 +185,7 @@ class Dirichlet(_ExpandByAttributes):
                 - ((c - 1.0) * c.digamma()).sum(-1))
 
 
-class Beta(_ExpandByAttributes):
+class Beta(_ExpandByAttributes, ExponentialFamily):
     """Beta distribution on [0, 1] with ``concentration1`` (alpha) and ``concentration0``
     (beta)."""
 
@@ -173,6 +193,13 @@ class Beta(_ExpandByAttributes):
                        "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -263,11 +290,18 @@ class StudentT(_ExpandByAttributes):
                 + 0.5 * df.log() + lbeta)
 
 
-class Poisson(_ExpandByAttributes):
+class Poisson(_ExpandByAttributes, ExponentialFamily):
     """Poisson distribution with ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
+
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
@@ -315,6 +349,15 @@ class Geometric(_ExpandByAttributes):
             (self.logits,) = broadcast_all(logits)
             shape = self.logits.shape
         super().__init__(shape, validate_args=validate_args)
+        if self._validate_args and probs is not None:
+            # probs = 0 passes unit_interval but has no geometric distribution.
+            valid = self.probs > 0
+            if not bool(valid.all()):
+                raise ValueError(
+                    "Expected parameter probs "
+                    f"({type(self.probs).__name__} of shape {tuple(self.probs.shape)}) "
+                    f"of distribution {self!r} "
+                    f"to be positive but found invalid values:\n{self.probs.detach()[~valid]}")
 
     @lazy_property
     def probs(self):

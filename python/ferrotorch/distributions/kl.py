@@ -2,12 +2,14 @@
 ``torch.distributions.kl``."""
 
 import math
+import warnings
 
 from ferrotorch import _C
 from ferrotorch.distributions.binomial import Binomial
 from ferrotorch.distributions.continuous import Exponential, Gumbel, Laplace, Normal, Uniform
 from ferrotorch.distributions.continuous_extra import ContinuousBernoulli
 from ferrotorch.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from ferrotorch.distributions.distribution import Distribution
 from ferrotorch.distributions.exp_family import ExponentialFamily
 from ferrotorch.distributions.gamma import Beta, Dirichlet, Gamma, Poisson
 from ferrotorch.distributions.multivariate import (
@@ -26,14 +28,21 @@ from ferrotorch.distributions.multivariate_extra import (
 __all__ = ["kl_divergence", "register_kl"]
 
 _KL_REGISTRY = {}
+_KL_MEMOIZE = {}  # (type_p, type_q) -> function found by _dispatch (None if none)
 
 
 def register_kl(type_p, type_q):
     """Decorator registering ``fn(p, q)`` as the KL divergence of ``type_p`` from
     ``type_q`` (the most specific registered pair wins for subclasses)."""
+    # torch's checks (a non-class fails inside issubclass with a TypeError)
+    if not isinstance(type_p, type) and issubclass(type_p, Distribution):
+        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
+    if not isinstance(type_q, type) and issubclass(type_q, Distribution):
+        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
 
     def decorator(fn):
         _KL_REGISTRY[type_p, type_q] = fn
+        _KL_MEMOIZE.clear()
         return fn
 
     return decorator
@@ -44,16 +53,28 @@ def _dispatch(type_p, type_q):
                if issubclass(type_p, super_p) and issubclass(type_q, super_q)]
     if not matches:
         return None
-    # The pair closest to (type_p, type_q) in both method resolution orders.
-    def distance(pair):
+
+    # The pair closest to (type_p, type_q) in the method resolution orders, preferring the
+    # closer p (left) or the closer q (right); torch warns when the two disagree.
+    def left(pair):
         return (type_p.__mro__.index(pair[0]), type_q.__mro__.index(pair[1]))
 
-    return _KL_REGISTRY[min(matches, key=distance)]
+    left_p, left_q = min(matches, key=left)
+    right_p, right_q = min(matches, key=lambda pair: left(pair)[::-1])
+    left_fun = _KL_REGISTRY[left_p, left_q]
+    if left_fun is not _KL_REGISTRY[right_p, right_q]:
+        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
+                      f"Please register_kl({left_p.__name__}, {right_q.__name__})",
+                      RuntimeWarning, stacklevel=3)
+    return left_fun
 
 
 def kl_divergence(p, q):
     """``KL(p || q) = E_p[log p(x) - log q(x)]``, batched."""
-    fn = _dispatch(type(p), type(q))
+    key = (type(p), type(q))
+    if key not in _KL_MEMOIZE:
+        _KL_MEMOIZE[key] = _dispatch(*key)
+    fn = _KL_MEMOIZE[key]
     if fn is None:
         raise NotImplementedError(
             f"No KL(p || q) is implemented for p type {type(p).__name__} and q type "
@@ -215,8 +236,10 @@ def _kl_poisson_infinity(p, q):
 def _kl_expfamily_expfamily(p, q):
     """The Bregman divergence of the log normalizer, between members of one family."""
     if type(p) is not type(q):
+        # torch's message, with the indentation its line continuation leaves inside it
         raise NotImplementedError("The cross KL-divergence between different exponential "
-                                  "families cannot be computed using Bregman divergences")
+                                  "families cannot" + " " * 29 + "be computed using Bregman "
+                                  "divergences")
     from ferrotorch.autograd import enable_grad, grad
 
     with enable_grad():

@@ -50,8 +50,8 @@ class MultivariateNormal(Distribution):
         matrix = given[0]
         if matrix.dim() < 2:
             name = ("covariance_matrix" if covariance_matrix is not None else
-                    "precision_matrix" if precision_matrix is not None else "scale_tril")
-            raise ValueError(f"{name} matrix must be at least two-dimensional, with optional "
+                    "precision_matrix" if precision_matrix is not None else "scale_tril matrix")
+            raise ValueError(f"{name} must be at least two-dimensional, with optional "
                              "leading batch dimensions")
         batch_shape = _C.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1]))
         event = tuple(matrix.shape[-2:])

@@ -776,26 +776,42 @@ class PositiveDefiniteTransform(Transform):
         return LowerCholeskyTransform().inv(linalg.cholesky(y))
 
 
-def _vec_to_tril_matrix(vec, diag=-1):
-    """Fill the strictly lower triangle (row-major, like ``torch.tril_indices``) of an
-    ``n x n`` matrix from the last dim of ``vec``."""
+def vec_to_tril_matrix(vec, diag=0):
+    """Fill the lower triangle (from diagonal ``diag``, row-major like ``torch.tril_indices``)
+    of a ``D x D`` matrix from the last dim of ``vec`` (``torch.distributions.utils``)."""
     k = vec.shape[-1]
-    n = int(round((0.25 + 2 * k) ** 0.5 - 0.5)) - diag  # k = n (n - 1) / 2 for diag=-1
+    # +ve root of D**2 + (1+2*diag)*D - |diag| * (diag+1) - 2*k = 0 (torch's size check)
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * k + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > _finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {k} which cannot be expressed as "
+                         "the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    counts = [min(max(i + diag + 1, 0), n) for i in range(n)]  # entries in each row
+    if sum(counts) != k:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vec.shape)} cannot be "
+                           "broadcast to indexing result of shape "
+                           f"{list(vec.shape[:-1]) + [sum(counts)]}")
+    if n == 0:
+        return vec.new_zeros(tuple(vec.shape[:-1]) + (0, 0))
     rows = []
     start = 0
     zero = vec.new_zeros(tuple(vec.shape[:-1]) + (1,))
-    for i in range(n):
-        m = i + diag + 1  # entries in row i
+    for m in counts:
         pieces = [vec[..., start:start + m]] if m > 0 else []
-        pieces += [zero] * (n - max(m, 0))
+        pieces += [zero] * (n - m)
         rows.append(_C.cat(pieces, -1))
-        start += max(m, 0)
+        start += m
     return _C.stack(rows, -2)
 
 
-def _tril_matrix_to_vec(mat, diag=-1):
+def tril_matrix_to_vec(mat, diag=0):
+    """The lower triangle (from diagonal ``diag``) of ``mat``, row-major, as a vector."""
     n = mat.shape[-1]
-    parts = [mat[..., i, :i + diag + 1] for i in range(n) if i + diag + 1 > 0]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    parts = [mat[..., i, :min(i + diag + 1, n)] for i in range(n) if i + diag + 1 > 0]
+    if not parts:
+        return mat.new_zeros(tuple(mat.shape[:-2]) + (0,))
     return _C.cat(parts, -1)
 
 
@@ -819,7 +835,7 @@ class CorrCholeskyTransform(Transform):
         x = x.tanh()
         eps = _finfo(x.dtype).eps
         x = x.clamp(min=-1 + eps, max=1 - eps)
-        r = _vec_to_tril_matrix(x, diag=-1)
+        r = vec_to_tril_matrix(x, diag=-1)
         z = r ** 2
         z1m_cumprod_sqrt = (1 - z).sqrt().cumprod(-1)
         n = r.shape[-1]
@@ -831,14 +847,14 @@ class CorrCholeskyTransform(Transform):
     def _inverse(self, y):
         y_cumsum = 1 - (y * y).cumsum(-1)
         y_cumsum_shifted = _pad_last(y_cumsum[..., :-1], 1, 0, 1.0)
-        y_vec = _tril_matrix_to_vec(y, diag=-1)
-        y_cumsum_vec = _tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
+        y_vec = tril_matrix_to_vec(y, diag=-1)
+        y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
         t = y_vec / y_cumsum_vec.sqrt()
         return ((1 + t) / (1 - t)).log() / 2  # atanh
 
     def log_abs_det_jacobian(self, x, y, intermediates=None):
         y1m_cumsum = 1 - (y * y).cumsum(-1)
-        y1m_cumsum_tril = _tril_matrix_to_vec(y1m_cumsum, diag=-2)
+        y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
         stick_breaking_logdet = 0.5 * y1m_cumsum_tril.log().sum(-1)
         tanh_logdet = -2 * (x + _softplus(-2 * x) - math.log(2.0)).sum(-1)
         return stick_breaking_logdet + tanh_logdet
