@@ -515,7 +515,7 @@ def test_triplet_margin_with_distance_loss_gradcheck(swap):
 
 def test_triplet_margin_with_distance_loss_errors():
     a = t(np.zeros((2, 3)))
-    with pytest.raises(ValueError, match="expected margin to be greater than 0, got 0"):
+    with pytest.raises(ValueError, match="margin must be greater than 0, got 0"):
         F.triplet_margin_with_distance_loss(a, a, a, margin=0)
     with pytest.raises(ValueError, match="expected margin to be greater than 0, got -1.0"):
         nn.TripletMarginWithDistanceLoss(margin=-1.0)

@@ -8,6 +8,7 @@ import math
 import warnings
 
 from ferrotorch import _C
+from ferrotorch._api_extra import _dtype_name as _aten_type_name
 
 Tensor = _C.Tensor
 
@@ -261,25 +262,25 @@ def affine_grid(theta, size, align_corners=None):
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    size = [int(s) for s in size]
+    given, size = size, [int(s) for s in size]  # messages print the size as given
     if len(size) == 4:
         if theta.ndim != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
             raise ValueError(
-                f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. "
+                f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {given}. "
                 f"Got {theta.shape}."
             )
         spatial = size[-2:]
     elif len(size) == 5:
         if theta.ndim != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
             raise ValueError(
-                f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. "
+                f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {given}. "
                 f"Got {theta.shape}."
             )
         spatial = size[-3:]
     else:
         raise NotImplementedError(
             "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
-            f"respectively. Got size {size}."
+            f"respectively. Got size {given}."
         )
     if align_corners and min(spatial) == 1:
         warnings.warn(
@@ -288,12 +289,13 @@ def affine_grid(theta, size, align_corners=None):
             stacklevel=2,
         )
     elif min(size) <= 0:
-        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+        raise ValueError(f"Expected non-zero, positive output size. Got {given}")
     n = size[0]
     if theta.shape[0] != n:
-        raise RuntimeError(
-            f"affine_grid: expected theta of batch size {n} (size[0]), but got {theta.shape[0]}"
-        )
+        # (ATen's message from the batched matmul of the base grid and theta.)
+        k = len(size) - 1
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{n}, {k}] but got: [{theta.shape[0]}, {k}].")
     # base[..., k] is the coordinate along the k-th grid axis: x (W), y (H), z (D), then 1.
     nd = len(spatial)
     axes = [_linspace_from_neg_one(s, align_corners, theta) for s in reversed(spatial)]
@@ -386,7 +388,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     r"""Samples ``input`` (``(N, C, H, W)`` or ``(N, C, D, H, W)``) at the locations ``grid``
     (``(N, Ho, Wo, 2)`` or ``(N, Do, Ho, Wo, 3)``, ``x, y[, z]`` in ``[-1, 1]``).
 
-    ``mode``: ``'bilinear'`` (trilinear for 5-D), ``'nearest'`` or ``'bicubic'`` (4-D only);
+    ``mode``: ``'bilinear'`` (trilinear for 5-D), ``'nearest'`` or ``'bicubic'`` (tricubic
+    for 5-D);
     ``padding_mode``: ``'zeros'``, ``'border'`` or ``'reflection'``. Differentiable with respect
     to ``input`` and (except ``'nearest'``) ``grid``; each corner is one gather over all output
     points."""
@@ -403,17 +406,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if align_corners is None:
         _warn_align_corners()
         align_corners = False
-    if input.ndim not in (4, 5) or input.ndim != grid.ndim:
-        raise RuntimeError(
-            "grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, "
-            f"but got input with sizes {list(input.shape)} and grid with sizes "
-            f"{list(grid.shape)}"
-        )
-    if input.dtype != grid.dtype:
-        raise RuntimeError(
-            "grid_sampler(): expected input and grid to have same dtype, but input has "
-            f"{input.dtype} and grid has {grid.dtype}"
-        )
+    # ATen's checks, in its order: batch, grid's last dim, empty spatial dims, rank, dtype.
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(
             "grid_sampler(): expected grid and input to have same batch size, but got input "
@@ -431,8 +424,16 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                 "grid_sampler(): expected input to have non-empty spatial dimensions, but "
                 f"input has sizes {list(input.shape)} with dimension {i} being empty"
             )
-    if mode == "bicubic" and nd != 2:
-        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if input.ndim != grid.ndim or input.ndim not in (4, 5):
+        want = 4 if input.ndim == 4 else 5
+        raise RuntimeError(
+            f"grid_sampler(): expected {want}D input and grid with same number of dimensions, "
+            f"but got input with sizes {list(input.shape)} and grid with sizes "
+            f"{list(grid.shape)}"
+        )
+    if input.dtype != grid.dtype:
+        raise RuntimeError(f"expected scalar type {_aten_type_name(input.dtype)} but found "
+                           f"{_aten_type_name(grid.dtype)}")
     if not input.is_floating_point():
         raise RuntimeError(f"grid_sampler(): expected a floating point input, got {input.dtype}")
 
@@ -458,9 +459,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             for b, s in zip(base, sizes)
         ]
         out = None
-        for i, j in itertools.product(range(4), repeat=2):  # i along H, j along W
-            vals, inb = _gather_taps(flat, strides, sizes, [taps[0][i], taps[1][j]])
-            w = _C.where(inb, coeffs[0][i] * coeffs[1][j], _const(0.0, coords[0]))
+        # One term per combination of taps ((D,) H, W): bicubic, or tricubic for 5-D input.
+        for ks in itertools.product(range(4), repeat=nd):
+            vals, inb = _gather_taps(flat, strides, sizes, [taps[a][k] for a, k in enumerate(ks)])
+            w = math.prod(coeffs[a][k] for a, k in enumerate(ks))
+            w = _C.where(inb, w, _const(0.0, coords[0]))
             term = vals * w.unsqueeze(1)
             out = term if out is None else out + term
         return out.reshape(n, c, *out_spatial)

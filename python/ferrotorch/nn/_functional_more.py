@@ -16,6 +16,7 @@ through them: the margin / likelihood losses PyTorch has beyond the common ones
 import math
 
 from ferrotorch import _C
+from ferrotorch._compare import finfo as _finfo
 from ferrotorch.nn.functional import (
     _float_mask,
     _inplace_src,
@@ -251,8 +252,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     (default: ``pairwise_distance``); ``swap`` uses ``min(d(a, n), d(p, n))``."""
     _check_reduction(reduction)
     if margin <= 0:
-        raise ValueError("TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
-                         f"got {margin} instead")
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
     if not (a_dim == p_dim and p_dim == n_dim):
         raise RuntimeError(
@@ -277,8 +277,12 @@ def hardshrink(input, lambd=0.5):
 
 def softshrink(input, lambd=0.5):
     r"""``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    if input.is_floating_point():
+        hi = _finfo(input.dtype).max
+        if not 0 <= lambd <= hi:
+            # ATen prints the numbers as C++ streams do (6 significant digits).
+            raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype "
+                               f"{_aten_type_name(input.dtype)}, but found {lambd:g}")
     return (input - lambd).relu() - (-input - lambd).relu()
 
 

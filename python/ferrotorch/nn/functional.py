@@ -11,6 +11,8 @@ import math
 import warnings
 
 from ferrotorch import _C
+from ferrotorch._api_extra import _dtype_name as _aten_type_name
+from ferrotorch import special as _special
 from ferrotorch.autograd import Function
 
 Tensor = _C.Tensor
@@ -56,11 +58,12 @@ def relu_(input):
 
 def threshold(input, threshold, value, inplace=False):
     """``value`` where ``x <= threshold``, else ``x`` (NaN stays NaN, as in PyTorch)."""
-    # Both numbers must fit the input's dtype (PyTorch's overflow check; no wrapping).
+    # Both numbers must fit the input's dtype (PyTorch's overflow check; no wrapping); the
+    # value is cast to it, so integer input stays integer.
     _C.full((), threshold, dtype=input.dtype)
-    _C.full((), value, dtype=input.dtype)
+    fill = _C.full((), value, dtype=input.dtype, device=input.device)
     x = _inplace_src(input, inplace)
-    out = _C.where(x <= threshold, value, x)
+    out = _C.where(x <= threshold, fill, x)
     return input.copy_(out) if inplace else out
 
 
@@ -243,6 +246,21 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """``y_k = x1 @ W_k @ x2 + b_k`` for ``weight`` of shape (out, in1, in2)."""
+    # ATen's argument checks, in its order.
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    for k, x in ((1, input1), (2, input2)):
+        if x.shape[-1] != weight.shape[k]:
+            raise RuntimeError(f"bilinear(): input{k} size does not match weight size: got "
+                               f"{x.shape[-1]} but expected {weight.shape[k]}")
+    if bias is not None and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0]} but expected {weight.shape[0]}")
     # (N, in1) x (out, in1, in2) -> (out, N, in2); then multiply by x2 and sum over in2.
     lead = input1.shape[:-1]
     x1 = input1.reshape(-1, input1.shape[-1])
@@ -295,6 +313,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             padding_idx = weight.shape[0] + padding_idx
         elif padding_idx >= weight.shape[0]:
             raise AssertionError("Padding_idx must be within num_embeddings")
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     if sparse:
@@ -302,7 +322,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if input.dtype not in (_C.int64, _C.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            f"types: Long, Int; but got {input.type()} instead"
+            f"types: Long, Int; but got {input.type()} instead (while checking arguments for "
+            "embedding)"
         )
     return _Embedding.apply(weight, input.long(), padding_idx, bool(scale_grad_by_freq))
 
@@ -326,9 +347,11 @@ def one_hot(tensor, num_classes=-1):
         if tensor.numel() == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(tensor.max().item()) + 1
-    if tensor.numel() and (int(tensor.min().item()) < 0 or
-                           int(tensor.max().item()) >= num_classes):
-        raise RuntimeError("Class values must be smaller than num_classes.")
+    if tensor.numel():
+        if int(tensor.min().item()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(tensor.max().item()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
     classes = _C.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
 
@@ -351,8 +374,14 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` along ``dim``: each norm is
     clamped on its own, and (as PyTorch, which clamps it in place under no_grad) the
     gradient flows through the norm as if unclamped, zero at a zero vector."""
-    from ferrotorch import broadcast_tensors, linalg
+    from ferrotorch import broadcast_tensors, linalg, result_type
 
+    common = result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{_aten_type_name(common)}")
+    # Integral / bool operands are accepted and take the common floating dtype.
+    x1, x2 = x1.to(common), x2.to(common)
     if tuple(x1.shape) != tuple(x2.shape):
         x1, x2 = broadcast_tensors(x1, x2)
 
@@ -366,6 +395,10 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
                         reduction="mean"):
     """``max(0, -y (x1 - x2) + margin)``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0.0), reduction)
 
 
@@ -374,6 +407,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     """``1 - cos(x1, x2)`` where ``y == 1``, ``max(0, cos(x1, x2) - margin)`` where
     ``y == -1`` (cosine along the last dim, with PyTorch's 1e-12 guard)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if (input1.ndim, input2.ndim) != (target.ndim + 1,) * 2:
+        raise RuntimeError(
+            f"{target.ndim}D target tensor expects {target.ndim + 1}D input tensors, but found "
+            f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
     mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
@@ -389,6 +428,11 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the pairwise p-norm distance;
     ``swap`` uses ``min(d(a, n), d(p, n))`` for the negative distance."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and "
+            f"negative {negative.ndim}D inputs")
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -397,8 +441,11 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    d = (x1 - x2 + eps).abs().pow(p)
-    return d.sum(-1, keepdim=keepdim).pow(1.0 / p)
+    """``||x1 - x2 + eps||_p`` over the last dim of the broadcast shape (ATen's formula, so
+    ``p`` may be 0, inf, -inf or negative as in ``torch.norm``)."""
+    from ferrotorch import linalg
+
+    return linalg.vector_norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
 class _ConstantPad(Function):
@@ -439,19 +486,31 @@ def pad(input, pad, mode="constant", value=None):
     starts from the last dimension. Modes: ``"constant"`` (negative padding crops),
     ``"reflect"``, ``"replicate"`` and ``"circular"`` (the last 1-3 dims of a batched or
     unbatched input, as PyTorch)."""
+    pad = _int_pad_list(pad)
     if len(pad) % 2 != 0:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:
         raise RuntimeError("Padding length should be less than or equal to two times the "
-                           "input dimension")
+                           f"input dimension but got padding length {len(pad)} and input of "
+                           f"dimension {input.ndim}")
     if mode == "constant":
-        return _ConstantPad.apply(input, tuple(int(p) for p in pad),
-                                  0.0 if value is None else value)
+        return _ConstantPad.apply(input, pad, 0.0 if value is None else value)
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
-    return _index_pad(input, tuple(int(p) for p in pad), mode)
+    return _index_pad(input, pad, mode)
+
+
+def _int_pad_list(pad):
+    """``pad`` as a tuple of ints; other entries (floats, bools) are PyTorch's TypeError."""
+    out = []
+    for i, p in enumerate(pad):
+        if isinstance(p, bool) or not hasattr(p, "__index__"):
+            raise TypeError("pad(): argument 'pad' (position 2) must be tuple of ints, but "
+                            f"found element of type {type(p).__name__} at pos {i}")
+        out.append(p.__index__())
+    return tuple(out)
 
 
 def _index_pad(input, pad, mode):
@@ -459,10 +518,20 @@ def _index_pad(input, pad, mode):
     autograd comes from ``index_select``'s backward)."""
     n_dims = len(pad) // 2
     if input.dim() not in (n_dims + 1, n_dims + 2):
-        raise RuntimeError(
-            f"Expected {n_dims + 1}D or {n_dims + 2}D (batch mode) tensor with possibly 0 batch "
-            "size and other non-zero dimensions for input, but got: "
-            f"{list(input.shape)}")
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if mode != "circular":
+        # ATen's check_valid_input: only a batch dim may be empty.
+        first = 1 if input.dim() == n_dims + 2 else 0
+        if any(d == 0 for d in input.shape[first:]):
+            raise RuntimeError(
+                f"Expected {n_dims + 1}D or {n_dims + 2}D (batch mode) tensor with possibly 0 "
+                "batch size and other non-zero dimensions for input, but got: "
+                f"{list(input.shape)}")
     out = input
     for k in range(n_dims):
         dim = input.dim() - 1 - k
@@ -473,20 +542,24 @@ def _index_pad(input, pad, mode):
                 f"Argument #4: Padding size should be less than the corresponding input "
                 f"dimension, but got: padding ({left}, {right}) at dimension {dim} of input "
                 f"{list(input.shape)}")
-        if mode == "circular" and (left > n or right > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        if n == 0 and (left > 0 or right > 0):
-            raise RuntimeError(f"{mode} padding of an empty dimension {dim} of input "
-                               f"{list(input.shape)}")
         # The source index of each output position (computed on the CPU: a few ints).
-        j = _C.arange(-left, n + right)
-        if mode == "reflect":
-            j = j.abs()
-            j = (n - 1) - ((n - 1) - j).abs()
-        elif mode == "replicate":
-            j = j.clamp(0, n - 1)
+        if mode == "circular":
+            if left > n or right > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            # ATen crops the negative sides first, then wraps around what is left.
+            lo, hi = max(-left, 0), max(-right, 0)
+            m = n - lo - hi
+            if m + max(left, 0) + max(right, 0) < 0 or (m <= 0 and (left > 0 or right > 0)):
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+            j = _C.arange(-max(left, 0), m + max(right, 0))
+            j = j.remainder(m) + lo if m > 0 else j
         else:
-            j = j.remainder(n)
+            j = _C.arange(-left, n + right)
+            if mode == "reflect":
+                j = j.abs()
+                j = (n - 1) - ((n - 1) - j).abs()
+            else:
+                j = j.clamp(0, n - 1)
         out = out.index_select(dim, j.to(input.device))
     return out
 
@@ -522,24 +595,41 @@ def _check_same_size(input, target, name):
         )
 
 
+def _weighted_reduce(loss, weight, input, reduction, by_weight):
+    """PyTorch's reduction of an elementwise ``loss * weight``: ``weight`` must have the
+    input's size; ``mean`` divides by ``sum(weight)`` (``by_weight``, mse / l1) or by the
+    element count (huber)."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if by_weight else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     "'sum'.")
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """mean((input - target)^2)."""
+    """mean((input - target)^2); with ``weight``, ``sum(w d^2) / sum(w)``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_same_size(input, target, "mse_loss")
     d = input - target
     loss = d * d
     if weight is not None:
-        loss = loss * weight
+        return _weighted_reduce(loss, weight, input, reduction, True)
     return _reduce(loss, reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """mean(|input - target|)."""
+    """mean(|input - target|); with ``weight``, ``sum(w |d|) / sum(w)``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_same_size(input, target, "l1_loss")
     loss = (input - target).abs()
     if weight is not None:
-        loss = loss * weight
+        return _weighted_reduce(loss, weight, input, reduction, True)
     return _reduce(loss, reduction)
 
 
@@ -567,7 +657,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     quad = _float_mask(d.detach() < delta, d)
     loss = quad * (d * d * 0.5) + (1 - quad) * ((d - 0.5 * delta) * delta)
     if weight is not None:
-        loss = loss * weight
+        return _weighted_reduce(loss, weight, input, reduction, False)
     return _reduce(loss, reduction)
 
 
@@ -585,21 +675,48 @@ def _weight_along(weight, class_dim, ndim):
     return weight.reshape(shape)
 
 
+def _check_nll_args(input, target, weight):
+    """ATen's argument checks for class-index targets (``nll_loss_nd``, ``nll_loss2d``),
+    in its order and with its messages."""
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    if input.ndim != 1 and (target.ndim == 0 or input.shape[0] != target.shape[0]):
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+            f"({target.shape[0] if target.ndim else 0})."
+        )
+    if target.dtype not in (_C.int64, _C.uint8):
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{_aten_type_name(target.dtype)}")
+    num_classes = input.shape[0 if input.ndim == 1 else 1]
+    if input.ndim <= 2:
+        if target.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if weight is not None and (weight.ndim != 1 or weight.numel() != num_classes):
+            raise RuntimeError(
+                f"weight tensor should be defined either for all {num_classes} classes "
+                f"or no classes but got weight tensor of shape: {list(weight.shape)}")
+    else:
+        want = [input.shape[0]] + list(input.shape[2:])
+        if list(target.shape) != want:
+            raise RuntimeError(f"Expected target size {want}, got {list(target.shape)}")
+        if weight is not None and weight.numel() != num_classes:
+            raise RuntimeError("weight tensor should be defined either for all or no classes")
+        if target.dtype != _C.int64:  # the spatial kernel takes int64 only
+            raise RuntimeError("expected scalar type Long but found "
+                               f"{_aten_type_name(target.dtype)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_aten_type_name(input.dtype)} but found "
+                           f"{_aten_type_name(weight.dtype)}")
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log likelihood: ``-input[n, target[n]] * weight[target[n]]``; ``mean``
     divides by the total weight of the non-ignored targets."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if input.ndim < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    _check_nll_args(input, target, weight)
     class_dim = 0 if input.ndim == 1 else 1
-    if input.ndim >= 2 and target.shape[0] != input.shape[0]:
-        raise ValueError(
-            f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-            f"({target.shape[0]})."
-        )
-    if target.is_floating_point():
-        raise RuntimeError("expected scalar type Long but found " + str(target.dtype))
     num_classes = input.shape[class_dim]
     valid = target != ignore_index
     if target.numel():
@@ -610,7 +727,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     onehot = _class_onehot(target, num_classes, class_dim, input.ndim, input.dtype)
     w = onehot * _float_mask(valid, input).unsqueeze(class_dim)
     if weight is not None:
-        w = w * _weight_along(weight.to(input.dtype), class_dim, input.ndim)
+        w = w * _weight_along(weight, class_dim, input.ndim)
     loss = -(input * w).sum(class_dim)
     if reduction == "none":
         return loss
@@ -643,31 +760,40 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     unbatched input) and ``target``: class indices (with ``ignore_index``) or class
     probabilities of the same shape as ``input``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if _fused_cross_entropy_ok(input, target, weight, reduction):
-        return _C._cross_entropy(input, target, weight, reduction, int(ignore_index),
-                                 float(label_smoothing))
+    # ATen checks only the upper bound; a negative value means no smoothing.
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    label_smoothing = max(label_smoothing, 0.0)
     class_dim = 0 if input.ndim == 1 else 1
-    num_classes = input.shape[class_dim]
-    logp = log_softmax(input, class_dim)
-    if target.is_floating_point():
-        # Class probabilities.
-        if tuple(target.shape) != tuple(input.shape):
+    num_classes = input.shape[class_dim] if input.ndim else 1
+    if tuple(target.shape) == tuple(input.shape):
+        # Same shape: class probabilities (ATen decides by shape, not by dtype).
+        if not target.is_floating_point():
+            raise RuntimeError("Expected floating point type for target with class "
+                               f"probabilities, got {_aten_type_name(target.dtype)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if weight is not None and (weight.ndim != 1 or weight.numel() != num_classes):
             raise RuntimeError(
-                f"Expected target size {list(input.shape)}, got {list(target.shape)}"
-            )
+                f"cross_entropy: weight tensor should be defined either for all {num_classes} "
+                f"classes or no classes but got weight tensor of shape: {list(weight.shape)}")
+        logp = log_softmax(input, class_dim)
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / num_classes
         prod = logp * target
         if weight is not None:
-            prod = prod * _weight_along(weight.to(input.dtype), class_dim, input.ndim)
+            prod = prod * _weight_along(weight, class_dim, input.ndim)
         loss = -prod.sum(class_dim)
         if reduction == "mean":
             n = input.numel() // num_classes if num_classes else 0
             return loss.sum() / n
         return _reduce(loss, reduction)
 
+    _check_nll_args(input, target, weight)
+    if _fused_cross_entropy_ok(input, target, weight, reduction):
+        return _C._cross_entropy(input, target, weight, reduction, int(ignore_index),
+                                 float(label_smoothing))
+    logp = log_softmax(input, class_dim)
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0.0:
         return nll
@@ -700,6 +826,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}) is deprecated. Please ensure they have the same size."
         )
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {_aten_type_name(target.dtype)} but expected "
+                           f"{_aten_type_name(input.dtype)}")
     if input.numel():
         lo, hi = float(input.detach().min().item()), float(input.detach().max().item())
         if lo < 0 or hi > 1:
@@ -746,6 +875,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(
             f"Target size ({target.shape}) must be the same as input size ({input.shape})"
         )
+    # PyTorch's formula fails on integral targets (bool: "-" of bools; ints: an in-place
+    # float result into the integer target's dtype).
+    if target.dtype == _C.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if not target.is_floating_point() and input.is_floating_point():
+        raise RuntimeError(f"result type {_aten_type_name(input.dtype)} can't be cast to the "
+                           f"desired output type {_aten_type_name(target.dtype)}")
     log_sig_neg = -_C.log_sigmoid(input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
@@ -761,17 +898,18 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """Pointwise KL divergence ``target * (log(target) - input)`` with ``input`` given as
     log-probabilities (``0 log 0 = 0``); ``reduction="batchmean"`` divides the sum by the
     batch size."""
+    legacy = size_average is not None or reduce is not None
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        safe = target + _float_mask(target <= 0, target)  # log(1) = 0 where target == 0
-        loss = target * safe.log() - target * input
+        # xlogy: 0 where target == 0, NaN where it is negative (ATen's formula).
+        loss = _special.xlogy(target, target) - target * input
     if reduction == "batchmean":
         if input.ndim == 0:
             return loss.sum()
         return loss.sum() / input.shape[0]
-    if reduction == "mean":
+    if reduction == "mean" and not legacy:
         warnings.warn(
             "reduction: 'mean' divides the total loss by both the batch size and the support "
             "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
@@ -805,6 +943,18 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     return mask
 
 
+# C++ type names (``c10::typeMetaToScalarType`` names) that ATen's SDPA messages print.
+_CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                   "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+                   "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                   "bool": "bool"}
+
+
+def _cpp_type_name(dtype):
+    name = str(dtype).rsplit(".", 1)[-1]
+    return _CPP_TYPE_NAMES.get(name, name)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(q @ k^T * scale + mask) @ v`` over the last two dimensions.
@@ -816,10 +966,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if query.dtype != key.dtype or query.dtype != value.dtype:
         raise RuntimeError(
             "Expected query, key, and value to have the same dtype, but got query.dtype: "
-            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+            f"{_cpp_type_name(query.dtype)} key.dtype: {_cpp_type_name(key.dtype)} and "
+            f"value.dtype: {_cpp_type_name(value.dtype)} instead.")
+    if (attn_mask is not None and attn_mask.dtype != _C.bool
+            and not (attn_mask.is_floating_point() and attn_mask.dtype == query.dtype)):
+        raise RuntimeError(
+            "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+            f"attn_mask.dtype: {_cpp_type_name(attn_mask.dtype)} and  query.dtype: "
+            f"{_cpp_type_name(query.dtype)} instead.")
     if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
-        raise RuntimeError("scaled_dot_product_attention: query, key and value must be at "
-                           "least 2-D")
+        raise RuntimeError(
+            "Expected query, key, and value to all be  at least 2 dimensional, but got "
+            f"query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} "
+            "instead.")
     L, S = query.size(-2), key.size(-2)
     if query.size(-1) != key.size(-1):
         raise RuntimeError(
@@ -854,7 +1013,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = _C.where(attn_mask, scores, neg_inf)
         else:
             scores = scores + attn_mask
-    attn = scores.softmax(-1)
+    # PyTorch's _safe_softmax: a row masked out entirely attends to nothing (zeros, not NaN).
+    # The dead rows' scores are replaced before the softmax too, so no NaN reaches backward.
+    dead = (scores.detach() == float("-inf")).all(-1, keepdim=True)
+    zero = _C.zeros((), dtype=scores.dtype, device=scores.device)
+    attn = _C.where(dead, zero, _C.where(dead, zero, scores).softmax(-1))
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return attn.matmul(value)
@@ -1025,10 +1188,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     src_len = k.size(1)
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(
-                f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                f"{tuple(key_padding_mask.shape)}")
+        for i, want in enumerate((bsz, src_len)):
+            if key_padding_mask.shape[i] != want:
+                raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, but "
+                                     f"got {key_padding_mask.shape[i]}")
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         kpm = kpm.reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
@@ -1118,29 +1281,38 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                           divisor_override)
 
 
-def _adaptive_size(output_size, input, n):
-    """``output_size`` as ``n`` ints; ``None`` entries take the input's size (PyTorch's rule)."""
-    if isinstance(output_size, (list, tuple)):
-        sizes = list(output_size)
-        if len(sizes) == 1:
-            sizes = sizes * n
-    else:
-        sizes = [output_size] * n
-    if len(sizes) != n:
-        raise RuntimeError(f"adaptive pooling: output_size must be a single int or a tuple of "
-                           f"{n} ints, but got {output_size}")
+def _adaptive_size(output_size, input, n, name):
+    """``output_size`` as ``n`` ints; ``None`` entries take the input's size (PyTorch's rule,
+    which 1-d pooling lacks). A sequence must have exactly ``n`` entries, as in ATen."""
+    if n == 1:
+        if output_size is None:
+            raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of "
+                            "ints, not NoneType")
+        sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size]
+        if len(sizes) != 1:
+            raise RuntimeError(f"{name}() argument 'output_size' should contain one int "
+                               f"(got {len(sizes)})")
+        return sizes
+    if not isinstance(output_size, (list, tuple)):
+        return [output_size] * n
+    if len(output_size) != n:
+        if name.startswith("adaptive_max"):
+            raise RuntimeError(f"{name}(): internal error: output_size.size() must be {n}")
+        raise RuntimeError(f"{name}: output_size must be {n}")
     in_sizes = input.shape[-n:] if input.ndim >= n else [None] * n
-    return [in_sizes[i] if s is None else s for i, s in enumerate(sizes)]
+    return [in_sizes[i] if s is None else s for i, s in enumerate(output_size)]
 
 
 def adaptive_avg_pool1d(input, output_size):
     """Average over PyTorch's adaptive bins ``[floor(i*L/out), ceil((i+1)*L/out))``."""
-    return _C.adaptive_avg_pool1d(input, _adaptive_size(output_size, input, 1))
+    sizes = _adaptive_size(output_size, input, 1, "adaptive_avg_pool1d")
+    return _C.adaptive_avg_pool1d(input, sizes)
 
 
 def adaptive_avg_pool2d(input, output_size):
     """2-d adaptive average pooling; ``None`` in ``output_size`` keeps that input size."""
-    return _C._adaptive_avg_pool2d(input, _adaptive_size(output_size, input, 2))
+    sizes = _adaptive_size(output_size, input, 2, "adaptive_avg_pool2d")
+    return _C._adaptive_avg_pool2d(input, sizes)
 
 
 def _adaptive_bins(in_size, out_size):
@@ -1205,22 +1377,26 @@ def _adaptive_max_pool1d(input, sizes):
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
-    return _adaptive_max_pool1d(input, _adaptive_size(output_size, input, 1))
+    sizes = _adaptive_size(output_size, input, 1, "adaptive_max_pool1d")
+    return _adaptive_max_pool1d(input, sizes)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """1-d adaptive max pooling (``return_indices`` also returns the argmax positions)."""
-    out = _adaptive_max_pool1d(input, _adaptive_size(output_size, input, 1))
+    sizes = _adaptive_size(output_size, input, 1, "adaptive_max_pool1d")
+    out = _adaptive_max_pool1d(input, sizes)
     return out if return_indices else out[0]
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
-    return _adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
+    sizes = _adaptive_size(output_size, input, 2, "adaptive_max_pool2d")
+    return _adaptive_max_pool2d(input, sizes)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """2-d adaptive max pooling (``return_indices`` also returns flat ``H*W`` indices)."""
-    out = _adaptive_max_pool2d(input, _adaptive_size(output_size, input, 2))
+    sizes = _adaptive_size(output_size, input, 2, "adaptive_max_pool2d")
+    out = _adaptive_max_pool2d(input, sizes)
     return out if return_indices else out[0]
 
 
@@ -1290,7 +1466,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return interpolate_aa(input, output_size, scale_factors, mode, align_corners)
     scales = scale_factors if scale_factors is not None else [None] * max(dim, 0)
     nd = input.ndim
-    if input.is_cuda and _resample_composable(input, output_size, mode):
+    # The native kernels take floating input; uint8 nearest (which PyTorch supports) and
+    # CUDA input go through the composed index_select path.
+    if (input.is_cuda or input.dtype == _C.uint8) and _resample_composable(input, output_size,
+                                                                           mode):
         return _resample_composed(input, output_size, scales, mode, align_corners)
     if nd == 3 and mode == "nearest":
         return _C._upsample_nearest1d(input, output_size, scales[0])
@@ -1325,27 +1504,35 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError("Got 4D input, but linear mode needs 3D input")
     if nd == 4 and mode == "trilinear":
         raise NotImplementedError("Got 4D input, but trilinear mode needs 5D input")
-    if mode in ("bicubic", "trilinear") or nd == 5:
-        raise NotImplementedError(f"interpolate: mode '{mode}' with {nd}D input is not "
+    if nd == 5 and mode == "linear":
+        raise NotImplementedError("Got 5D input, but linear mode needs 3D input")
+    if nd == 5 and mode == "bilinear":
+        raise NotImplementedError("Got 5D input, but bilinear mode needs 4D input")
+    if nd == 5 and mode in ("nearest", "nearest-exact"):
+        raise NotImplementedError(f"interpolate: mode '{mode}' with an empty 5D output is not "
                                   "implemented in ferrotorch")
     raise NotImplementedError(
         f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {nd}D) for the modes: "
-        f"nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+        "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact "
+        f"(got {mode})")
 
 
-def _nearest_source(in_size, out_size, scale, exact):
+def _nearest_source(in_size, out_size, scale, exact, shortcuts=True):
     """Source index of each output index (PyTorch's nearest / nearest-exact rules, in float32
-    as its kernels, the same as the native CPU kernel)."""
+    as its kernels, the same as the native CPU kernel). ``shortcuts``: whether a same-size or
+    double-size output copies / halves the index even when a ``scale`` says otherwise (the
+    CPU kernel does so for 2-d input only; 1-d and 3-d use the scale)."""
     import numpy as np
 
     if scale is not None and scale > 0:
         s32 = np.float32(1.0 / scale)
     else:
         s32 = np.float32(in_size) / np.float32(out_size)
+        shortcuts = True  # the same indices either way
     o = np.arange(out_size)
-    if not exact and out_size == in_size:
+    if shortcuts and not exact and out_size == in_size:
         return o
-    if not exact and out_size == 2 * in_size:
+    if shortcuts and not exact and out_size == 2 * in_size:
         return o >> 1
     if exact:
         src = np.floor(((o + 0.5) * np.float64(s32)).astype(np.float32))
@@ -1383,7 +1570,8 @@ def _resample_composable(input, output_size, mode):
     to the native kernel, which also raises the argument errors."""
     n = len(output_size)
     return (
-        input.is_floating_point()
+        (input.is_floating_point()
+         or (input.dtype == _C.uint8 and mode in ("nearest", "nearest-exact")))
         and input.ndim == n + 2
         and n in (1, 2)
         and mode in ("nearest", "nearest-exact", "linear", "bilinear")
@@ -1416,7 +1604,7 @@ def _resample_composed(input, output_size, scales, mode, align_corners):
         dim = x.ndim - n + k
         in_size, out_size, scale = x.shape[dim], output_size[k], scales[k]
         if mode in ("nearest", "nearest-exact"):
-            src = _nearest_source(in_size, out_size, scale, mode == "nearest-exact")
+            src = _nearest_source(in_size, out_size, scale, mode == "nearest-exact", n == 2)
             x = x.index_select(dim, index(src))
             continue
         i0, i1, l0, l1 = _linear_taps(in_size, out_size, align_corners, scale, np_dtype)
@@ -1572,7 +1760,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
             "warning, please use dropout instead. Note that dropout3d exists to provide "
             "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
             "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
-    if nd == 4:
+    if nd != 5:  # anything but 5-D is one unbatched sample, as in PyTorch
         x = _inplace_src(input, inplace)
         out = _feature_dropout(x.unsqueeze(0), p, training, False).squeeze(0)
         return input.copy_(out) if inplace and training and p > 0 else out
@@ -1629,6 +1817,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     ``momentum`` and the unbiased variance) or with the running statistics (evaluation)."""
     if training:
         _verify_batch_size(input.size())
+    else:
+        for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+            if t is None:
+                raise RuntimeError(f"{name} must be defined in evaluation mode")
+    if input.ndim >= 2:
+        # ATen's per-channel size checks, in its order.
+        c = input.shape[1]
+        for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                        ("weight", weight), ("bias", bias)):
+            if t is not None and t.numel() != c:
+                raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither "
+                         "be None")
     if momentum is None:
         momentum = 0.0
     return _C.batch_norm(input, weight, bias, running_mean, running_var, bool(training),
@@ -1700,7 +1902,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     dim = input.ndim
     if dim < 3:
         raise ValueError(
-            f"Expected 3D or higher dimensionality input (got {dim} dimensions)"
+            # PyTorch's message keeps the indentation of its source's line break.
+            f"Expected 3D or higher dimensionality                          input (got {dim} "
+            "dimensions)"
         )
     if input.numel() == 0:
         return input
@@ -1772,45 +1976,81 @@ def _patch_identity(channels, kernel_size, dtype, device):
     return (eye.repeat(channels, 1, 1, 1) if channels != 1 else eye).to(device)
 
 
+def _im2col_pairs(**args):
+    """``(h, w)`` pairs of im2col / col2im arguments with ATen's checks and messages: each
+    an int or a sequence of exactly 2, then kernel, dilation, padding and stride in range."""
+    pairs = {}
+    for name, v in args.items():
+        if isinstance(v, (list, tuple)):
+            if len(v) != 2:
+                raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
+            pairs[name] = (int(v[0]), int(v[1]))
+        else:
+            pairs[name] = (int(v), int(v))
+    checks = (("kernel_size", "kernel size should be greater than zero", "kernel", 1),
+              ("dilation", "dilation should be greater than zero", "dilation", 1),
+              ("padding", "padding should be non-negative", "pad", 0),
+              ("stride", "stride should be greater than zero", "stride", 1))
+    for name, msg, short, lo in checks:
+        h, w = pairs[name]
+        if h < lo or w < lo:
+            raise RuntimeError(f"{msg}, but got {short}_height: {h} {short}_width: {w}")
+    return pairs
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Extract sliding local blocks (im2col): ``(N, C, H, W)`` -> ``(N, C*kh*kw, L)`` (or
     unbatched ``(C, H, W)`` -> ``(C*kh*kw, L)``); differentiable."""
-    if input.ndim not in (3, 4):
-        raise NotImplementedError(
-            f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
-    k = _conv_pair(kernel_size, "kernel_size")
+    a = _im2col_pairs(kernel_size=kernel_size, dilation=dilation, padding=padding,
+                      stride=stride)
+    k, d, p, s = a["kernel_size"], a["dilation"], a["padding"], a["stride"]
+    # Only the batch dim may be empty.
+    if input.ndim not in (3, 4) or 0 in input.shape[input.ndim - 3:]:
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
+            f"non-zero dimensions for input, but got: {list(input.shape)}")
+    hw = input.shape[-2:]
+    blocks = [(hw[i] + 2 * p[i] - (d[i] * (k[i] - 1) + 1)) // s[i] + 1 for i in range(2)]
+    if blocks[0] < 1 or blocks[1] < 1:
+        raise RuntimeError(
+            f"Given input with spatial size ({hw[0]}, {hw[1]}), kernel_size={k}, "
+            f"dilation={d}, padding={p}, calculated shape of the array of sliding blocks as "
+            f"({blocks[0]}, {blocks[1]}), but its components must be at least one.")
     channels = input.shape[-3]
     weight = _patch_identity(channels, k, input.dtype, input.device)
-    out = _C.conv2d(input, weight, None, _conv_pair(stride, "stride"),
-                    _conv_pair(padding, "padding"), _conv_pair(dilation, "dilation"), channels)
+    out = _C.conv2d(input, weight, None, s, p, d, channels)
     return out.flatten(-2)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Combine sliding local blocks into a tensor (col2im, summing overlaps): ``(N, C*kh*kw,
     L)`` -> ``(N, C, H, W)`` (or unbatched); the adjoint of :func:`unfold`."""
-    if input.ndim not in (2, 3):
-        raise NotImplementedError(
-            f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
-            f"(got {input.ndim}D)")
-    osz = _conv_pair(output_size, "output_size")
-    k = _conv_pair(kernel_size, "kernel_size")
-    d = _conv_pair(dilation, "dilation")
-    p = _conv_pair(padding, "padding")
-    s = _conv_pair(stride, "stride")
+    a = _im2col_pairs(output_size=output_size, kernel_size=kernel_size, dilation=dilation,
+                      padding=padding, stride=stride)
+    osz, k, d, p, s = (a["output_size"], a["kernel_size"], a["dilation"], a["padding"],
+                       a["stride"])
+    # Only the batch dim may be empty.
+    if input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+            f"non-zero dimensions for input, but got: {list(input.shape)}")
     kk = k[0] * k[1]
     ck = input.shape[-2]
     if ck % kk != 0:
         raise RuntimeError(
             f"Expected size of input's dimension 1 to be divisible by the product of "
-            f"kernel_size, but got input.size(1)={ck} and kernel_size={k}")
+            f"kernel_size, but got input.size(1)={ck} and kernel_size={k}.")
     blocks = [(osz[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
-    if blocks[0] < 1 or blocks[1] < 1 or blocks[0] * blocks[1] != input.shape[-1]:
+    head = (f"Given output_size={osz}, kernel_size={k}, dilation={d}, padding={p}, "
+            f"stride={s}, ")
+    if blocks[0] * blocks[1] != input.shape[-1]:
         raise RuntimeError(
-            f"Given output_size={osz}, kernel_size={k}, dilation={d}, padding={p}, "
-            f"stride={s}, expected size of input's dimension 2 to match the calculated number "
+            f"{head}expected size of input's dimension 2 to match the calculated number "
             f"of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
             f"input.size(2)={input.shape[-1]}.")
+    if blocks[0] < 1 or blocks[1] < 1:
+        raise RuntimeError(f"{head}calculated shape of the array of sliding blocks as "
+                           f"({blocks[0]}, {blocks[1]}), which is invalid.")
     channels = ck // kk
     cols = input.reshape(*input.shape[:-1], blocks[0], blocks[1])
     weight = _patch_identity(channels, k, input.dtype, input.device)
@@ -1976,7 +2216,7 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     if input.ndim not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got "
                            f"{list(input.shape)}")
-    od, oh, ow = _adaptive_size(output_size, input, 3)
+    od, oh, ow = _adaptive_size(output_size, input, 3, "adaptive_max_pool3d")
     lead = list(input.shape[:-3])
     depth, h_in, w_in = input.shape[-3:]
     y, ihw = _adaptive_max_pool2d(input.reshape(-1, depth, h_in, w_in), [oh, ow])
@@ -2131,7 +2371,7 @@ def adaptive_avg_pool3d(input, output_size):
     if input.ndim not in (4, 5):
         raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got "
                            f"{list(input.shape)}")
-    od, oh, ow = _adaptive_size(output_size, input, 3)
+    od, oh, ow = _adaptive_size(output_size, input, 3, "adaptive_avg_pool3d")
     lead = list(input.shape[:-4]) + [input.shape[-4]]
     depth, h_in, w_in = input.shape[-3:]
     y = _C._adaptive_avg_pool2d(input.reshape(-1, depth, h_in, w_in), [oh, ow])
@@ -2140,8 +2380,24 @@ def adaptive_avg_pool3d(input, output_size):
     return z.transpose(1, 2).reshape(*lead, od, oh, ow)
 
 
+def _lp_pool_special(norm_type, pool, input, kernel_size, stride, ceil_mode):
+    """PyTorch's special norms: 0 is an error, +-inf is the max / min of ``|x|`` per window
+    (``None`` for the other norms, which take the power-average formula)."""
+    if isinstance(norm_type, (int, float)):
+        if norm_type == 0:
+            raise ValueError(f"norm_type must be a non-zero value, but got {norm_type}")
+        if norm_type == math.inf:
+            return pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        if norm_type == -math.inf:
+            return -pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    return None
+
+
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Power-average pooling: ``(sum over the window of x^p)^(1/p)`` (PyTorch's formula)."""
+    special = _lp_pool_special(norm_type, max_pool1d, input, kernel_size, stride, ceil_mode)
+    if special is not None:
+        return special
     if stride is not None:
         out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     else:
@@ -2153,6 +2409,9 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """2-d power-average pooling: ``(sum over the window of x^p)^(1/p)``."""
     kw, kh = _conv_pair(kernel_size, "kernel_size")
+    special = _lp_pool_special(norm_type, max_pool2d, input, kernel_size, stride, ceil_mode)
+    if special is not None:
+        return special
     if stride is not None:
         out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     else:
@@ -2163,6 +2422,9 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """3-d power-average pooling: ``(sum over the window of x^p)^(1/p)``."""
     kd, kw, kh = _triple(kernel_size, "kernel_size", "lp_pool3d")
+    special = _lp_pool_special(norm_type, max_pool3d, input, kernel_size, stride, ceil_mode)
+    if special is not None:
+        return special
     if stride is not None:
         out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     else:
@@ -2392,6 +2654,8 @@ def _interp_matrix(in_size, out_size, align_corners, scale, mode, dtype, device)
             coeffs = [cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t)]
             for j in range(4):
                 np.add.at(mat, (rows, np.clip(base - 1 + j, 0, in_size - 1)), coeffs[j])
+        elif out_size == in_size:
+            mat[rows, rows] = 1.0  # linear modes copy a same-size dim, whatever the scale
         else:
             i0 = np.floor(src).astype(np.int64)
             i1 = i0 + (i0 < in_size - 1)

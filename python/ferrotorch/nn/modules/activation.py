@@ -113,10 +113,16 @@ class Hardsigmoid(_InplaceActivation):
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
 
+    def extra_repr(self):
+        return ""  # PyTorch prints no inplace flag for this one
+
 
 class Hardswish(_InplaceActivation):
     def forward(self, input):
         return F.hardswish(input, self.inplace)
+
+    def extra_repr(self):
+        return ""  # PyTorch prints no inplace flag for this one
 
 
 class PReLU(Module):
@@ -204,7 +210,7 @@ class Hardtanh(Module):
         self.max_val = max_val
         self.inplace = inplace
         if self.max_val <= self.min_val:
-            raise AssertionError("max_val must be greater than min_val")
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
 
     def forward(self, input):
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)

@@ -129,8 +129,3 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                                            head_output[not_in_shortlist])
         output[not_in_shortlist] = _ft.argmax(log_prob, dim=1)
         return output
-
-    def extra_repr(self):
-        return (f"in_features={self.in_features}, n_classes={self.n_classes}, "
-                f"cutoffs={self.cutoffs[:-1]}, div_value={self.div_value}, "
-                f"head_bias={self.head_bias}")

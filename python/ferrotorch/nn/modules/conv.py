@@ -210,7 +210,7 @@ class _ConvTransposeNd(_ConvNd):
             return tuple(self.output_padding)
         has_batch_dim = input.dim() == num_spatial_dims + 2
         num_non_spatial_dims = 2 if has_batch_dim else 1
-        output_size = [int(s) for s in output_size]
+        # Kept as given (tuple or list): the error message prints it as PyTorch does.
         if len(output_size) == num_non_spatial_dims + num_spatial_dims:
             output_size = output_size[num_non_spatial_dims:]
         if len(output_size) != num_spatial_dims:
@@ -230,9 +230,8 @@ class _ConvTransposeNd(_ConvNd):
             if size < min_sizes[i] or size > max_sizes[i]:
                 raise ValueError(
                     f"requested an output size of {output_size}, but valid sizes range from "
-                    f"{min_sizes} to {max_sizes} (for an input of "
-                    f"{list(input.shape[num_non_spatial_dims:])})")
-        return tuple(output_size[d] - min_sizes[d] for d in range(num_spatial_dims))
+                    f"{min_sizes} to {max_sizes} (for an input of {input.size()[2:]})")
+        return tuple(int(output_size[d]) - min_sizes[d] for d in range(num_spatial_dims))
 
 
 class ConvTranspose1d(_ConvTransposeNd):

@@ -2,6 +2,7 @@
 ``'sum'``."""
 
 from ferrotorch.nn import functional as F
+from ferrotorch.nn.modules.distance import PairwiseDistance
 from ferrotorch.nn.modules.module import Module
 
 __all__ = [
@@ -271,8 +272,9 @@ class TripletMarginWithDistanceLoss(_Loss):
             raise ValueError(
                 f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
                 f"{margin} instead")
+        # The default is a PairwiseDistance module, a child as in PyTorch (repr, modules()).
         self.distance_function = (distance_function if distance_function is not None
-                                  else F.pairwise_distance)
+                                  else PairwiseDistance())
         self.margin = margin
         self.swap = swap
 
