@@ -349,7 +349,7 @@ def ldl_factor(A, *, hermitian=False, out=None):
     """``(LD, pivots)`` of the Bunch-Kaufman factorisation ``A = L D L^T``
     (``torch.linalg.ldl_factor``); raises where ``D`` has a zero pivot."""
     name = "torch.linalg.ldl_factor"
-    _check_ldl_input(A, name)
+    _check_ldl_input(A, name + "_ex")  # (PyTorch checks the input in ldl_factor_ex)
     LD, pivots, info = _ldl_factor_impl(A)
     _raise_ldl_info(info, name)
     return _out(_ldl_factor_result(LD, pivots), out)

@@ -39,7 +39,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
         q = _C.tensor(q, dtype=input.dtype, device=input.device)
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, "
-                           f"midpoint or nearest. Got {interpolation}")
+                           f"midpoint or nearest, but got {interpolation}")
     wrapped = _wrap_dim(0 if dim is None else dim, input.ndim)
     if input.numel() == 0:
         raise RuntimeError("quantile() input tensor must be non-empty")

@@ -64,6 +64,13 @@ def _scalar(value, like):
     return _C.full((), value, dtype=like.dtype, device=like.device)
 
 
+def _within(x, keep, bound):
+    """``x`` where ``keep`` (or NaN), else the constant ``bound``: a branch's input restricted
+    to its range. Unlike ``clamp``, whose gradient is 0 at the bound itself, the gradient
+    flows wherever ``keep`` holds, bound included."""
+    return _C.where(keep | x.isnan(), x, _scalar(bound, x))
+
+
 def _out(result, out):
     if out is None:
         return result
@@ -112,7 +119,10 @@ def sinc(input, *, out=None):
 
 def round(input, *, decimals=0, out=None):  # noqa: A001 (PyTorch's name)
     """Round half to even, to ``decimals`` decimal places."""
-    return _out(_tensor(input).round(decimals=decimals), out)
+    x = _tensor(input)
+    if x.dtype == _C.bool:  # (integers raise in Tensor.round, as in PyTorch)
+        raise NotImplementedError('"round_vml_cpu" not implemented for \'Bool\'')
+    return _out(x.round(decimals=decimals), out)
 
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
@@ -127,12 +137,42 @@ def log_softmax(input, dim, *, dtype=None):
     return input.log_softmax(dim, dtype=dtype)
 
 
-def _pair(input, other):
+_HALF_TYPES = {"float16": "Half", "bfloat16": "BFloat16"}
+
+
+def _no_half(name, x):
+    """PyTorch's error for the kernels it compiles for float32/float64 only."""
+    half = _HALF_TYPES.get(str(x.dtype).rsplit(".", 1)[-1])
+    if half:
+        device = "cuda" if x.is_cuda else "cpu"
+        raise NotImplementedError(f'"{name}_{device}" not implemented for \'{half}\'')
+
+
+def _via_float32(fn, x):
+    """``fn(x)`` for float16/bfloat16 ``x`` computed in float32 and rounded back once (as
+    PyTorch's kernels do), not in the half type itself."""
+    if str(x.dtype).rsplit(".", 1)[-1] in _HALF_TYPES:
+        return fn(x.float()).to(x.dtype)
+    return fn(x)
+
+
+def _pair(input, other, kernel=None):
+    """Both arguments as tensors of their promoted floating dtype (an integer promotion goes
+    to the default dtype; with ``kernel``, PyTorch's error for integers instead)."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError("expected at least one of input and other to be a Tensor")
+    from ferrotorch._api_extra import _dtype_name, result_type
+
     input = _tensor(input, other if isinstance(other, Tensor) else None)
     other = _tensor(other, input)
-    return _floating(input), _floating(other)
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        if kernel is not None:
+            device = "cuda" if input.is_cuda else "cpu"
+            raise NotImplementedError(
+                f'"{kernel}_{device}" not implemented for \'{_dtype_name(dtype)}\'')
+        dtype = _C.get_default_dtype()
+    return input.to(dtype), other.to(dtype)
 
 
 def xlogy(input, other, *, out=None):
@@ -182,6 +222,7 @@ def ndtri(input, *, out=None):
     ``ndtr`` from ``erfc`` (so tiny ``p`` keep their relative accuracy); the gradient is
     ``1 / pdf(x)``."""
     p = _floating(input)
+    _no_half("ndtri", p)
     upper = p > 0.5
     q = _C.where(upper, 1 - p, p)
     valid = (q > 0) & (q <= 0.5)  # False for 0, NaN and out-of-range values
@@ -192,6 +233,8 @@ def ndtri(input, *, out=None):
     for _ in range(3):
         x = x - (ndtr(x) - q) / _normal_pdf(x)
     x = _C.where(upper, -x, x)
+    # Exactly 0 at the median, as PyTorch (``x - x.detach()``: 0, with x's gradient).
+    x = _C.where(p == 0.5, x - x.detach(), x)
     edge = _C.where(p == 0, _scalar(-math.inf, p),
                     _C.where(p == 1, _scalar(math.inf, p), _scalar(math.nan, p)))
     return _out(_C.where(valid, x, edge), out)
@@ -203,12 +246,13 @@ def log_ndtr(input, *, out=None):
     ``-x^2/2 - log(-x) - log(sqrt(2 pi)) + log(1 - 1/x^2 + 3/x^4 - ...)`` far in the lower
     tail, where ``erfc`` would underflow."""
     x = _floating(input)
+    _no_half("log_ndtr", x)
     far = 20.0 if x.dtype == _C.float64 else 10.0
     # Each branch sees its input clamped to its own range, so no branch produces inf/NaN
     # values or gradients that the selection would multiply by zero.
-    hi = x.clamp_min(-1.0)
+    hi = _within(x, x >= -1.0, -1.0)
     mid = x.clamp(-far, -1.0)
-    lo = x.clamp_max(-far)
+    lo = _within(x, x <= -far, -far)
     upper = (-(hi * _SQRT1_2).erfc() * 0.5).log1p()
     middle = ((mid * -_SQRT1_2).erfc() * 0.5).log()
     inv2 = lo.square().reciprocal()
@@ -233,13 +277,13 @@ def _i0_parts(x):
     """(small, large, switch): the series value for |x| <= 30 and the asymptotic sum without
     its e^|x| / sqrt(2 pi |x|) factor for |x| > 30, each on a clamped copy of |x|."""
     a = x.abs()
-    small = a.clamp_max(_I0_SWITCH)
+    small = _within(a, a <= _I0_SWITCH, _I0_SWITCH)
     y = small.square() * 0.25
     # Nested as 1 + y/1^2 (1 + y/2^2 (1 + ...)): no tiny 1/(k!)^2 coefficients (float32).
     series = _scalar(1.0, x)
     for k in range(_I0_TERMS - 1, 0, -1):
         series = series * y * (1.0 / (k * k)) + 1.0
-    large = a.clamp_min(_I0_SWITCH)
+    large = _within(a, a > _I0_SWITCH, _I0_SWITCH)
     term = _scalar(1.0, x)
     asym = _scalar(1.0, x)
     for k in range(1, 20):
@@ -248,21 +292,27 @@ def _i0_parts(x):
     return series, asym / (large * (2 * math.pi)).sqrt(), large, a <= _I0_SWITCH
 
 
-def i0(input, *, out=None):
-    """The modified Bessel function of the first kind of order 0."""
-    x = _floating(input)
+def _i0(x):
     series, asym, large, small = _i0_parts(x)
     half = (large * 0.5).exp()  # e^x as e^(x/2) twice: finite up to x ~ 713
-    result = _C.where(small, series, half * (half * asym))
-    return _out(result, out)
+    return _C.where(small, series, half * (half * asym))
+
+
+def _i0e(x):
+    series, asym, _, small = _i0_parts(x)
+    a = x.abs()
+    scaled = series * (-_within(a, a <= _I0_SWITCH, _I0_SWITCH)).exp()
+    return _C.where(small, scaled, asym)
+
+
+def i0(input, *, out=None):
+    """The modified Bessel function of the first kind of order 0."""
+    return _out(_via_float32(_i0, _floating(input)), out)
 
 
 def i0e(input, *, out=None):
     """The exponentially scaled ``i0``: ``exp(-|x|) * i0(x)``."""
-    x = _floating(input)
-    series, asym, _, small = _i0_parts(x)
-    scaled = series * (-x.abs().clamp_max(_I0_SWITCH)).exp()
-    return _out(_C.where(small, scaled, asym), out)
+    return _out(_via_float32(_i0e, _floating(input)), out)
 
 
 Tensor.i0 = lambda self: i0(self)
@@ -270,17 +320,19 @@ Tensor.i0 = lambda self: i0(self)
 
 def i1(input, *, out=None):
     """The modified Bessel function of the first kind of order 1 (differentiable)."""
-    return _out(_sb.i1(_floating(input)), out)
+    return _out(_via_float32(_sb.i1, _floating(input)), out)
 
 
 def i1e(input, *, out=None):
     """The exponentially scaled ``i1``: ``exp(-|x|) * i1(x)`` (differentiable)."""
-    return _out(_sb.i1e(_floating(input)), out)
+    return _out(_via_float32(_sb.i1e, _floating(input)), out)
 
 
 def erfcx(input, *, out=None):
     """The scaled complementary error function ``exp(x^2) * erfc(x)`` (differentiable)."""
-    return _out(_sb.erfcx(_floating(input)), out)
+    x = _floating(input)
+    _no_half("erfcx", x)
+    return _out(_sb.erfcx(x), out)
 
 
 _NOT_DIFFERENTIABLE = ("scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
@@ -291,7 +343,9 @@ def _bessel(name, doc):
     impl = getattr(_sb, name)
 
     def fn(input, *, out=None):
-        return _out(impl(_floating(input)), out)
+        x = _floating(input)
+        _no_half(name, x)  # float32/float64 kernels only in PyTorch
+        return _out(impl(x), out)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc + (" Not differentiable (as in PyTorch: the result does not require grad)."
@@ -340,19 +394,20 @@ def zeta(input, other, *, out=None):
     ``other = 1``): ``inf`` at ``input = 1``, NaN for ``input < 1``. Differentiable in
     ``other`` only, as in PyTorch."""
     input, other = _pair(input, other)
+    _no_half("zeta", input)
     return _out(input._special_zeta(other), out)
 
 
 def gammainc(input, other, *, out=None):
     """Regularised lower incomplete gamma ``P(input, other)``; differentiable in ``other``
     only, as in PyTorch."""
-    input, other = _pair(input, other)
+    input, other = _pair(input, other, "igamma")
     return _out(input.igamma(other), out)
 
 
 def gammaincc(input, other, *, out=None):
     """Regularised upper incomplete gamma ``Q(input, other) = 1 - P(input, other)``."""
-    input, other = _pair(input, other)
+    input, other = _pair(input, other, "igammac")
     return _out(input.igammac(other), out)
 
 
@@ -360,7 +415,8 @@ def polygamma(n, input, *, out=None):
     """The ``n``-th derivative of the digamma function: digamma for n = 0, trigamma for
     n = 1, and ``(-1)^(n+1) n! zeta(n + 1, input)`` above (PyTorch's formula)."""
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     x = _floating(input)
@@ -376,14 +432,16 @@ def polygamma(n, input, *, out=None):
 
 def multigammaln(input, p, *, out=None):
     """The multivariate log-gamma of dimension ``p``:
-    ``p (p - 1) / 4 ln(pi) + sum_{j<p} lgamma(input - j / 2)``; every element must exceed
-    ``(p - 1) / 2``."""
+    ``p (p - 1) / 4 ln(pi) + sum_{j<p} lgamma(input - j / 2)``. (Defined for elements above
+    ``(p - 1) / 2``; like PyTorch 2.x, smaller ones are not rejected.)"""
+    if isinstance(p, bool) or not isinstance(p, int):
+        raise TypeError(f"multigammaln(): argument 'p' (position 2) must be int, not "
+                        f"{type(p).__name__}")
+    if _tensor(input).dtype == _C.bool:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     x = _floating(input)
     if p < 1:
-        raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
-    if x.numel() > 0 and not bool((x > (p - 1) / 2).all()):
-        raise RuntimeError(
-            f"All elements must be greater than (p-1)/2 = {(p - 1) / 2} (multigammaln)")
+        raise RuntimeError("p has to be greater than or equal to 1")
     j = _C.arange(p, dtype=x.dtype, device=x.device)
     total = (x.unsqueeze(-1) - j / 2).lgamma().sum(-1)
     return _out(total + p * (p - 1) / 4 * math.log(math.pi), out)

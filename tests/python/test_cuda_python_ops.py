@@ -437,8 +437,7 @@ def test_special_functions():
     compare(lambda a: torch.mvlgamma(a.abs() + 2, 2), [x])
     compare(lambda a: sp.logit(a, eps=0.2), [p])
     compare(lambda a: sp.xlog1py(a, 0.5), [x])  # a number for other: on the input's device
-    with pytest.raises(RuntimeError, match="All elements must be greater"):
-        sp.multigammaln(x.cuda(), 3)
+    compare(lambda a: sp.multigammaln(a.abs() + 0.3, 3), [x])  # no domain check (torch 2.15)
 
 
 def test_compare_helpers():

@@ -556,8 +556,10 @@ def test_polygamma_and_multigammaln_arguments():
               for a in (2.5, 3.0)]
     np.testing.assert_allclose(torch.special.multigammaln(x, p).numpy(), expect, rtol=1e-14)
     np.testing.assert_allclose(torch.mvlgamma(x, p).numpy(), expect, rtol=1e-14)
-    with pytest.raises(RuntimeError, match="greater than"):
-        torch.special.multigammaln(torch.tensor([0.9]), 3)
+    # torch 2.15 no longer checks the domain x > (p - 1) / 2 (values from torch 2.15)
+    np.testing.assert_allclose(torch.special.multigammaln(torch.tensor([0.9]), 3).numpy(),
+                               [4.9491], atol=1e-4)
+    np.testing.assert_allclose(torch.mvlgamma(torch.tensor([0.4]), 2).numpy(), [3.7380], atol=1e-4)
 
 
 # ------------------------------------------------------------------ Hurwitz zeta / polygamma
@@ -650,5 +652,5 @@ def test_zeta_and_polygamma_gradients():
     np.testing.assert_allclose(
         g.numpy(), (-x * torch.special.zeta(x + 1, q.detach())).numpy(), rtol=1e-14)
     xr = x.clone().requires_grad_()
-    with pytest.raises(RuntimeError, match="respect to x"):
+    with pytest.raises(NotImplementedError, match="the derivative for 'zeta' is not implemented"):
         torch.special.zeta(xr, q.detach()).sum().backward()
