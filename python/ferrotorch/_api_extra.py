@@ -39,6 +39,7 @@ __all__ = [
     "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "ldexp", "frexp", "nextafter",
     "renorm", "result_type", "can_cast",
     "is_complex", "is_nonzero", "is_signed", "as_tensor", "asarray", "range", "histogram",
+    "histogramdd",
     "select_scatter", "slice_scatter", "diagonal_scatter", "narrow_copy", "addbmm", "addr",
     "cholesky_solve", "triangular_solve",
     "hann_window", "hamming_window", "bartlett_window", "blackman_window", "kaiser_window",
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 for _name, _fields in (("histogram", ["hist", "bin_edges"]),
+                       ("histogramdd", ["hist", "bin_edges"]),
                        ("frexp", ["mantissa", "exponent"]),
                        ("triangular_solve", ["solution", "cloned_coefficient"])):
     if not hasattr(_rt, _name):
@@ -503,16 +505,17 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     norm ``maxnorm`` (exactly, ``maxnorm / (norm + 1e-7)``); the others are unchanged."""
     from ferrotorch import linalg
 
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(
-            f'"renorm_out" not implemented for \'{_dtype_name(input.dtype)}\'')
+    # PyTorch's order of checks; numbers print as C++ streams print them (-1, -1e+10).
     if input.ndim <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
                            "dimensions")
     if not p > 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if not maxnorm >= 0:
-        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError("linalg.vector_norm: Expected a floating point or complex "
+                                  f"tensor as input. Got {_dtype_name(input.dtype)}")
     dim = _wrap_dim(dim, input.ndim)
     others = tuple(d for d in builtins.range(input.ndim) if d != dim)
     norm = linalg.vector_norm(input, p, dim=others, keepdim=True)
@@ -598,7 +601,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     size = builtins.int((end - start) / step + 1)  # PyTorch's size, truncated
     values = _C.arange(size, dtype=_C.float64, device=device) * step + start
     result = values.to(dtype)
@@ -609,81 +612,171 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
 
 # ------------------------------------------------------------------------------ histogram
 
+def _hist_check_dtype(input):
+    if not input.dtype.is_floating_point or input.dtype in (_C.float16, _C.bfloat16):
+        raise NotImplementedError(
+            f'"histogramdd" not implemented for \'{_dtype_name(input.dtype)}\'')
+
+
+def _hist_edges(data, bins, range, name):  # noqa: A002 (PyTorch's name)
+    """The bin edges (one 1-d tensor per column of the 2-d ``data``), checked as PyTorch does.
+    ``bins`` is a list of ints or a list of edge tensors; ``name`` names the caller in the
+    "bins must be > 0" message, as PyTorch does."""
+    ndim = data.shape[1]
+    if all(isinstance(b, Tensor) for b in bins):
+        if len(bins) != ndim:
+            raise RuntimeError(f"torch.histogramdd: expected {ndim} sequences of bin edges for a "
+                               f"{ndim}-dimensional histogram but got {len(bins)}")
+        for d, b in enumerate(bins):
+            if b.ndim != 1:
+                raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, "
+                                   f"but got {b.ndim} dimensions in the bins tensor for "
+                                   f"dimension {d}")
+            if b.numel() < 2:
+                raise RuntimeError(f"{name}: bins must be > 0, but got {b.numel() - 1} for "
+                                   f"dimension {d}")
+            if b.dtype != data.dtype:
+                raise RuntimeError(
+                    f"torch.histogramdd: input tensor and bins tensors should have the same "
+                    f"dtype, but got input with dtype {_ctype(data.dtype)} and bins for "
+                    f"dimension {d} with dtype {_ctype(b.dtype)}")
+        return [b.detach().contiguous() for b in bins]
+    if len(bins) != ndim:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    for d, b in enumerate(bins):
+        if b <= 0:
+            raise RuntimeError(f"{name}: bins must be > 0, but got {b} for dimension {d}")
+    # PyTorch's default range is [0, 1] (the data's min and max when there is data).
+    lo, hi = [0.0] * ndim, [1.0] * ndim
+    if range is not None:
+        if len(range) != 2 * ndim:
+            raise RuntimeError(f"torch.histogramdd: for a {ndim}-dimensional histogram range "
+                               f"should have {2 * ndim} elements, but got {len(range)}")
+        lo = [builtins.float(v) for v in range[0::2]]
+        hi = [builtins.float(v) for v in range[1::2]]
+    elif data.shape[0] > 0:
+        lo = [builtins.float(v) for v in data.amin(0).tolist()]
+        hi = [builtins.float(v) for v in data.amax(0).tolist()]
+    edges = []
+    for d, b in enumerate(bins):
+        if not (np.isfinite(lo[d]) and np.isfinite(hi[d])):
+            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{lo[d]:g}, "
+                               f"{hi[d]:g}] is not finite")
+        if lo[d] > hi[d]:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo[d]:g} max {hi[d]:g} for dimension {d}")
+        if lo[d] == hi[d]:  # NumPy's widening of an empty range
+            lo[d], hi[d] = lo[d] - 0.5, hi[d] + 0.5
+        edges.append(_C.linspace(lo[d], hi[d], b + 1, dtype=data.dtype, device=data.device))
+    return edges
+
+
+def _ctype(dtype):
+    """The C++ name PyTorch's histogram messages give a dtype (float, double...)."""
+    names = {"Float": "float", "Double": "double", "Long": "long int", "Int": "int",
+             "Short": "short int", "Bool": "bool", "Half": "c10::Half",
+             "BFloat16": "c10::BFloat16"}
+    return names.get(_dtype_name(dtype), _dtype_name(dtype))
+
+
+def _hist_count(data, edges, weight, density):
+    """Counts of the rows of the 2-d ``data`` in the bins given by ``edges`` (one tensor per
+    column). Each bin is half-open ``[e_i, e_{i+1})`` except the last, which is closed;
+    rows outside (or NaN) are ignored."""
+    sizes = [builtins.max(e.numel() - 1, 0) for e in edges]
+    total = builtins.int(np.prod(sizes)) if sizes else 1
+    hist = _C.zeros((total,), dtype=data.dtype, device=data.device)
+    if total > 0 and data.shape[0] > 0:
+        flat_index = None
+        inside = None
+        for d, e in enumerate(edges):
+            col = data.select(1, d).contiguous()
+            index = _ft.bucketize(col, e, right=True) - 1
+            # The last edge belongs to the last bin.
+            index = _C.where(col == e[-1], _C.full_like(index, sizes[d] - 1), index)
+            ok = (col >= e[0]) & (col <= e[-1])
+            inside = ok if inside is None else inside & ok
+            stride = builtins.int(np.prod(sizes[d + 1:])) if d + 1 < len(sizes) else 1
+            flat_index = index * stride if flat_index is None else flat_index + index * stride
+        flat_index = _C.where(inside, flat_index, _C.zeros_like(flat_index))
+        w = weight.detach().reshape(-1) if weight is not None else _C.ones_like(data.select(1, 0))
+        w = _C.where(inside, w, _C.zeros_like(w))
+        hist = hist.scatter_add(0, flat_index, w)
+    hist = hist.reshape(*sizes)
+    if density:
+        volume = None
+        for d, e in enumerate(edges):
+            width = e.narrow(0, 1, sizes[d]) - e.narrow(0, 0, sizes[d])
+            shape = [1] * len(sizes)
+            shape[d] = sizes[d]
+            width = width.reshape(*shape)
+            volume = width if volume is None else volume * width
+        hist = hist / (hist.sum() * volume)
+    return hist
+
+
+def _hist_check_weight(input, weight, shape):
+    if weight is None:
+        return
+    if tuple(weight.shape) != tuple(shape):
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided it should have the same shape as "
+            "the input tensor excluding its innermost dimension, but got input with shape "
+            f"{list(input.shape)} and weight with shape {list(weight.shape)}")
+    if weight.dtype != input.dtype:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+            f"should have the same dtype, but got input({_ctype(input.dtype)}), and "
+            f"weight({_ctype(weight.dtype)})")
+
+
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A002
     """Histogram of the (flattened) ``input``: ``bins`` equal-width bins over ``range`` (the
     input's min and max by default), or the bin edges given as a 1-d tensor. Each bin is
     half-open ``[e_i, e_{i+1})`` except the last, which is closed; values outside are
     ignored. Returns ``(hist, bin_edges)``; ``weight`` weighs each element, ``density``
     normalises so that the histogram integrates to 1."""
-    if not input.dtype.is_floating_point or input.dtype in (_C.float16, _C.bfloat16):
-        raise NotImplementedError(
-            f'"histogram_cpu" not implemented for \'{_dtype_name(input.dtype)}\'')
-    flat = input.detach().reshape(-1)
-    if isinstance(bins, Tensor):
-        if bins.ndim != 1:
-            raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension, "
-                               f"but got {bins.ndim} dimensions in the bins tensor for "
-                               "dimension 0")
-        if bins.dtype != input.dtype:
-            raise RuntimeError(f"torch.histogramdd(): input tensor and bins tensors should have "
-                               f"the same dtype, but got input {_dtype_name(input.dtype)} and "
-                               f"bins {_dtype_name(bins.dtype)}")
-        if bins.numel() < 1:
-            raise RuntimeError("torch.histogramdd(): bins tensor should have at least 1 element,"
-                               " but got 0 elements for dimension 0")
-        if range is not None:
-            raise TypeError("histogram(): range cannot be given with a bins tensor")
-        edges = bins.detach().contiguous()
-    else:
-        nbins = builtins.int(bins)
-        if nbins <= 0:
-            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {nbins} for "
-                               "dimension 0")
-        if range is not None:
-            if len(range) != 2:
-                raise RuntimeError(f"torch.histogramdd(): for a 1-dimensional histogram, range "
-                                   f"should have 2 elements, but got {len(range)}")
-            lo, hi = builtins.float(range[0]), builtins.float(range[1])
-        elif flat.numel() > 0:
-            lo, hi = builtins.float(flat.min().item()), builtins.float(flat.max().item())
-        else:
-            lo = hi = 0.0
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo}, {hi}] is not "
-                               "finite")
-        if lo > hi:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
-                               f"{lo} max {hi} for dimension 0")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges = _C.linspace(lo, hi, nbins + 1, dtype=input.dtype, device=input.device)
-    if weight is not None:
-        if tuple(weight.shape) != tuple(input.shape):
-            raise RuntimeError("torch.histogramdd(): if weight tensor is provided it should "
-                               "have the same shape as the input tensor")
-        if weight.dtype != input.dtype:
-            raise RuntimeError("torch.histogramdd(): if weight tensor is provided, input tensor "
-                               "and weight tensor should have the same dtype")
-    nbins = edges.numel() - 1
-    hist = _C.zeros((builtins.max(nbins, 0),), dtype=input.dtype, device=input.device)
-    if nbins > 0 and flat.numel() > 0:
-        # Bin i holds e_i <= x < e_{i+1}; the last bin also holds x == e_last.
-        index = _ft.bucketize(flat, edges, right=True) - 1
-        inside = (flat >= edges[0]) & (flat <= edges[-1])
-        index = _C.where(flat == edges[-1], _C.full_like(index, nbins - 1), index)
-        index = _C.where(inside, index, _C.zeros_like(index))
-        w = (weight.detach().reshape(-1) if weight is not None
-             else _C.ones_like(flat))
-        w = _C.where(inside, w, _C.zeros_like(w))
-        hist = hist.scatter_add(0, index, w)
-    if density:
-        widths = edges.narrow(0, 1, nbins) - edges.narrow(0, 0, nbins)
-        hist = hist / (hist.sum() * widths)
+    _hist_check_dtype(input)
+    if isinstance(bins, Tensor) and range is not None:
+        raise TypeError("histogram(): range cannot be given with a bins tensor")
+    data = input.detach().reshape(-1, 1)
+    if weight is not None:  # PyTorch flattens both: only the numbers of elements must agree
+        weight = weight.reshape(-1)
+        _hist_check_weight(data, weight, data.shape[:-1])
+    bins_list = [bins] if isinstance(bins, Tensor) else [builtins.int(bins)]
+    (edges,) = _hist_edges(data, bins_list, range, "torch.histogram()")
+    hist = _hist_count(data, [edges], weight, density)
     if out is not None:
         out[0].copy_(hist)
         out[1].copy_(edges)
         return _rt.histogram(out[0], out[1])
     return _rt.histogram(hist, edges.clone() if isinstance(bins, Tensor) else edges)
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False):  # noqa: A002
+    """D-dimensional histogram of the rows of ``input`` (shape ``(..., D)``): ``bins`` is an
+    int (for every dimension), D ints, or D 1-d tensors of bin edges; ``range`` gives
+    ``[min_0, max_0, min_1, max_1...]``. Returns ``(hist, bin_edges)``, ``bin_edges`` a tuple of
+    D tensors."""
+    if input.ndim < 2:
+        if input.ndim == 0:
+            raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    _hist_check_dtype(input)
+    ndim = input.shape[-1]
+    data = input.detach().reshape(-1, ndim)
+    if isinstance(bins, numbers.Integral):
+        bins = [builtins.int(bins)] * ndim
+    else:
+        bins = list(bins)
+        if not all(isinstance(b, (Tensor, numbers.Integral)) for b in bins):
+            raise TypeError("histogramdd(): bins must be an int, a sequence of ints or a "
+                            "sequence of tensors")
+    _hist_check_weight(input, weight, input.shape[:-1])
+    edges = _hist_edges(data, bins, range, "torch.histogram()")
+    hist = _hist_count(data, edges, weight, density)
+    return _rt.histogramdd(hist, tuple(edges))
 
 
 # ------------------------------------------------------------------------ scatter variants

@@ -203,7 +203,7 @@ def fill(input, value):
     0-dim tensor; differentiable with respect to a tensor ``value``)."""
     if isinstance(value, Tensor):
         if value.dim() != 0:
-            raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor "
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value.dim()} dimensions.")
         return value.to(input.dtype).expand(tuple(input.shape)).clone(
             memory_format=_ft.contiguous_format)
@@ -596,7 +596,9 @@ def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
         raise IndexError("index_reduce_(): Number of indices should be equal to "
                          "source.size(dim)")
     if self.dtype != source.dtype:
-        raise RuntimeError("index_reduce_(): self and source must have the same scalar type")
+        from ferrotorch._api_extra import _dtype_name
+        raise RuntimeError(f"index_reduce_(): self ({_dtype_name(self.dtype)}) and source "
+                           f"({_dtype_name(source.dtype)}) must have the same scalar type")
     if source.dim() == 0:
         return self.scatter_reduce(d, index.reshape(()), source, reduce,
                                    include_self=include_self)

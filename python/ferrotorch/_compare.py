@@ -16,6 +16,12 @@ __all__ = [
 ]
 
 
+def _type_name(dtype):
+    """PyTorch's scalar-type name of ``dtype`` (Float, Long...), as its messages give it."""
+    from ferrotorch._api_extra import _dtype_name
+    return _dtype_name(dtype)
+
+
 def _as_tensor_like(value, like):
     """``value`` as a tensor of ``like``'s dtype on its device (tensors pass unchanged)."""
     if isinstance(value, Tensor):
@@ -26,20 +32,22 @@ def _as_tensor_like(value, like):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|input - other| <= atol + rtol * |other|`` elementwise (a bool tensor); equal values,
     infinities included, are close; NaNs only with ``equal_nan``."""
-    other = _as_tensor_like(other, input)
+    other = _as_tensor_like(other, input)  # (a number is accepted, as a tensor like input)
     if input.dtype != other.dtype:
-        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+        raise RuntimeError(f"{_type_name(input.dtype)} did not match {_type_name(other.dtype)}")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     a, b = input.detach(), other.detach()
     close = a == b
-    if a.dtype == _C.bool or (rtol == 0 and atol == 0):
+    if rtol == 0 and atol == 0:
         return close
     if equal_nan and a.is_floating_point():
         close = close | (a.isnan() & b.isnan())
-    if not a.is_floating_point():
+    if a.dtype == _C.bool:  # PyTorch compares bools as numbers of the default dtype
+        a, b = a.to(_C.get_default_dtype()), b.to(_C.get_default_dtype())
+    elif not a.is_floating_point():
         a, b = a.double(), b.double()
     allowed = b.abs() * rtol + atol
     within = ((a - b).abs() <= allowed) & a.isfinite() & b.isfinite()
@@ -89,13 +97,19 @@ class finfo:  # noqa: N801 (PyTorch's name)
         if type is None:
             type = _C.get_default_dtype()
         name = str(type).rsplit(".", 1)[-1]
-        if name not in self._TABLE:
-            raise TypeError(f"torch.finfo() requires a floating point input type. Use "
-                            f"torch.iinfo to handle '{type}'")
+        if name not in self._TABLE:  # (sic: PyTorch's message names the class, not type)
+            raise TypeError("torch.finfo() requires a floating point input type. Use "
+                            "torch.iinfo to handle 'torch.finfo'")
         self.dtype = name
         self.bits, self.eps, self.max, self.tiny, self.resolution = self._TABLE[name]
         self.min = -self.max
         self.smallest_normal = self.tiny
+
+    def __eq__(self, other):  # equal per dtype, as PyTorch's (which are not singletons)
+        return isinstance(other, finfo) and self.dtype == other.dtype
+
+    def __hash__(self):
+        return hash(("finfo", self.dtype))
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
@@ -107,27 +121,45 @@ class iinfo:  # noqa: N801 (PyTorch's name)
     """Limits of an integer dtype: ``bits``, ``min``, ``max``."""
 
     _TABLE = {"uint8": (8, 0, 255), "int8": (8, -128, 127), "int16": (16, -2 ** 15, 2 ** 15 - 1),
-              "int32": (32, -2 ** 31, 2 ** 31 - 1), "int64": (64, -2 ** 63, 2 ** 63 - 1),
-              "bool": (8, 0, 1)}
+              "int32": (32, -2 ** 31, 2 ** 31 - 1), "int64": (64, -2 ** 63, 2 ** 63 - 1)}
 
     def __init__(self, type):
         name = str(type).rsplit(".", 1)[-1]
-        if name not in self._TABLE:
-            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo "
-                            f"to handle '{type}'")
+        if name == "bool":
+            raise TypeError(f"{type} is not supported by torch.iinfo")
+        if name not in self._TABLE:  # (sic: PyTorch's message names the class, not type)
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo "
+                            "to handle 'torch.iinfo'")
         self.dtype = name
         self.bits, self.min, self.max = self._TABLE[name]
+
+    def __eq__(self, other):
+        return isinstance(other, iinfo) and self.dtype == other.dtype
+
+    def __hash__(self):
+        return hash(("iinfo", self.dtype))
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 
 
 def _diff_operand(t, input, dim):
-    t = _as_tensor_like(t, input)
-    if t.ndim == 0:  # a scalar stands for a size-1 slice along dim
+    """Check ``prepend`` / ``append`` as PyTorch does: same number of dims as ``input`` and
+    the same sizes except along ``dim``. (A Python number, which PyTorch refuses, stands for a
+    size-1 slice along ``dim``.)"""
+    if not isinstance(t, Tensor):
+        t = _as_tensor_like(t, input)
         shape = list(input.shape)
         shape[dim] = 1
-        t = t.expand(*shape)
+        return t.expand(*shape)
+    if t.ndim != input.ndim:
+        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    for i in range(t.ndim):
+        if i != dim and t.shape[i] != input.shape[i]:
+            raise RuntimeError(
+                "diff expects the shape of tensor to prepend or append to match that of input "
+                f"except along the differencing dimension; input.size({i}) = {input.shape[i]}, "
+                f"but got tensor.size({i}) = {t.shape[i]}")
     return t
 
 
@@ -136,7 +168,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     ``prepend`` / ``append``."""
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
-    dim = dim % input.ndim
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    if n == 0 and prepend is None and append is None:
+        return input.clone()  # PyTorch neither checks ``dim`` nor shares storage here
+    dim = _wrap_dim(dim, input.ndim)
     if prepend is not None or append is not None:
         parts = [_diff_operand(t, input, dim) if t is not input else t
                  for t in (prepend, input, append) if t is not None]
@@ -150,16 +186,30 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return input
 
 
+def _wrap_dim(dim, ndim):
+    """``dim`` in ``[0, ndim)``, with PyTorch's IndexError when it is out of range."""
+    from ferrotorch._api_extra import _wrap_dim
+    return _wrap_dim(dim, ndim)
+
+
 def dist(input, other, p=2):
     """p-norm of ``input - other`` (a 0-d tensor)."""
     from ferrotorch.linalg import vector_norm
-    return vector_norm(input - other, p)
+    diff = input - other
+    if not diff.is_floating_point():
+        raise NotImplementedError("norm(): input dtype should be either floating point or "
+                                  f"complex. Got {_type_name(diff.dtype)} instead.")
+    return vector_norm(diff, p)
 
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """Pairwise p-norm distances between the rows of ``x1`` (..., P, M) and ``x2``
     (..., R, M): shape (..., P, R). The gradient where two rows coincide is 0, as in
     PyTorch."""
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.is_floating_point():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{_type_name(x.dtype)}")
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
     if x1.shape[-1] != x2.shape[-1]:
@@ -192,6 +242,13 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
 
 def _tri_indices(row, col, offset, upper, dtype, device):
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")  # sic: PyTorch's message
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    if dtype is not None and dtype not in (_C.int64, _C.int32):
+        name = "triu_indices" if upper else "tril_indices"
+        raise NotImplementedError(f'"{name}" not implemented for \'{_type_name(dtype)}\'')
     rows, cols = [], []
     for i in range(row):
         for j in range(col):

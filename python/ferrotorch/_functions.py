@@ -27,13 +27,13 @@ __all__ = []
 
 def _forward(name):
     def fn(input, *args, out=None, **kwargs):
+        # The functions that take ``out=`` in PyTorch get it from ``_out._install`` (which
+        # resizes and checks ``out``); the others refuse it, as PyTorch does.
+        if out is not None:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
         if not isinstance(input, Tensor):
             input = _C.tensor(input)
-        result = getattr(input, name)(*args, **kwargs)
-        if out is not None:
-            out.copy_(result)
-            return out
-        return result
+        return getattr(input, name)(*args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Same as :meth:`Tensor.{name}` (see PyTorch's ``torch.{name}``)."

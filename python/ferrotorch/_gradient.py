@@ -29,7 +29,7 @@ def _wrap_dims(dims, ndim):
 def _pre_check(input, spacing_size, dims, edge_order):
     """PyTorch's pre_check_gradient (``dims`` None when ``dim`` was not given)."""
     if input.dtype == _C.uint8:
-        raise RuntimeError("torch.gradient does not support uint8 input.")
+        raise NotImplementedError("torch.gradient does not support uint8 input.")
     if spacing_size is not None and dims is None and spacing_size != input.dim():
         raise RuntimeError(
             "torch.gradient expected spacing to be unspecified, a scalar, or a list of length "

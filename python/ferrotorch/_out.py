@@ -17,6 +17,7 @@ function that takes ``out=`` in PyTorch.  It computes the result as usual and wr
 With ``out=None`` the wrapper costs one call and one ``is None`` check.
 """
 
+import builtins
 import functools
 import warnings
 
@@ -33,18 +34,20 @@ cholesky_solve clamp clamp_max clamp_min clip column_stack concat concatenate co
 copysign cos cosh cross cummax cummin cumprod cumsum deg2rad detach_copy diag diagonal_copy
 diff digamma div divide dot dstack empty eq erf erfc erfinv exp exp2 expm1 eye fix float_power
 floor floor_divide fmax fmin fmod frac frexp full gather gcd ge ger greater greater_equal gt
-hardshrink heaviside histc histogram hstack hypot i0 igamma igammac index_select inner inverse
+hardshrink heaviside histc histogram hstack hypot i0 igamma igammac index_add index_copy
+index_select inner inverse
 isin isneginf isposinf kron kthvalue lcm ldexp le lerp less less_equal lgamma linspace log log10
 log1p log2 log_softmax logaddexp logaddexp2 logcumsumexp logical_and logical_not logical_or
 logical_xor logit logspace logsumexp lt lu_solve lu_unpack masked_select matmul matrix_power max
 maximum mean median min minimum mm mode msort mul multinomial multiply mv mvlgamma nan_to_num
 nanmean nanmedian nanquantile nansum narrow_copy ne neg negative nextafter nonzero norm normal
 not_equal ones outer polygamma pow prod qr quantile rad2deg rand randint randn randperm range
-reciprocal remainder renorm round row_stack rsqrt scatter searchsorted sgn sigmoid sign signbit
+reciprocal remainder renorm round row_stack rsqrt scatter scatter_add scatter_reduce searchsorted
+sgn sigmoid sign signbit
 sin sinc sinh slice_copy slice_scatter slogdet softmax sort split_copy sqrt square
 squeeze_copy stack std
-std_mean sub subtract sum svd t_copy take take_along_dim tan tanh tensordot topk
-triangular_solve tril triu true_divide trunc unbind_copy unsqueeze_copy var var_mean vdot
+sub subtract sum svd t_copy take take_along_dim tan tanh tensordot topk
+triangular_solve tril triu true_divide trunc unbind_copy unsqueeze_copy var vdot
 view_copy vstack where xlogy zeros
 """.split()
 
@@ -116,7 +119,8 @@ _AMAX = ("Expected the dtype for input and out to match, but got {res} for input
 _EXACT_DTYPE = {
     **dict.fromkeys("""
         addmm alias_copy argmax argmin take_along_dim cross detach_copy diag diagonal_copy
-        gather inverse log_softmax matrix_power mm msort mv norm slice_copy slice_scatter
+        gather index_add index_copy scatter scatter_add scatter_reduce inverse log_softmax
+        matrix_power mm msort mv norm slice_copy slice_scatter
         softmax squeeze_copy t_copy tril triu unsqueeze_copy linalg_cholesky linalg_cross
         linalg_det linalg_eigvalsh linalg_inv linalg_matrix_power linalg_solve
         linalg_svdvals linalg_vector_norm""".split(), _EXACT),
@@ -130,6 +134,8 @@ _EXACT_DTYPE = {
     "index_select": "index_select(): self and result must have the same scalar type",
     "nan_to_num": "nan_to_num: dtype of out: {out} should be same as input: {res}",
     "logcumsumexp": "expected scalar_type {res} but found {out}",
+    "histc": ("torch.histogram: input tensor and hist tensor should have the same dtype, but got "
+              "input {cres} and hist {cout}"),
     "take": ("take(): self and out expected to have the same dtype, but got self.dtype = {res} "
              "and out.dtype = {out}"),
     "nonzero": "nonzero: Expected out tensor to have scalar type Long but got scalar type{out}",
@@ -139,6 +145,33 @@ _EXACT_DTYPE = {
     "linalg_multi_dot": "multi_dot(): expected out tensor to have dtype {cres} but got {cout}",
     "linalg_vecdot": "linalg.vecdot: Expected out of dtype{res} but found {out}",
 }
+# Ops returning several tensors whose message for an ``out`` of another dtype is not the
+# generic one: one message per output.
+_MULTI_DTYPE = {
+    "cummax": ["expected scalar_type {res} but found {out}"] * 2,
+    "cummin": ["expected scalar_type {res} but found {out}"] * 2,
+    "histogram": [_EXACT_DTYPE["histc"],
+                  "torch.histogram: input tensor and bin_edges tensor should have the same dtype, "
+                  "but got input {cres} and bin_edges {cout} for dimension 0"],
+}
+# clamp with number bounds wants ``out`` of exactly the result's dtype (with tensor bounds
+# the result is cast).
+_CLAMP = frozenset("clamp clip clamp_min clamp_max".split())
+_SEARCHSORTED = ("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) "
+                 "or Long(int64) depending on whether out_int32 flag is True, but we got output "
+                 "tensor's dtype {out} and out_int32 flag is {flag}")
+
+
+def _call_message(fname, args, kwargs):
+    """The exact-dtype message of a call whose rule depends on its arguments, or None."""
+    if fname in _CLAMP:
+        bounds = list(args[1:]) + [v for k, v in kwargs.items() if k in ("min", "max")]
+        return None if any(isinstance(b, Tensor) for b in bounds) else _FOUND
+    if fname in ("searchsorted", "bucketize"):
+        return _SEARCHSORTED.replace("{flag}", str(builtins.bool(kwargs.get("out_int32"))))
+    return None
+
+
 # Messages for a result that cannot be cast to ``out``'s dtype, where not the generic one.
 _SAFE = ("{op}: Expected result to be safely castable from {res} dtype, but got result with "
          "dtype {out}")
@@ -233,7 +266,9 @@ def _contiguous_strides(shape):
     return tuple(reversed(strides))
 
 
-def _write(out, result, fname, exact_dtype):
+def _write(out, result, fname, exact_dtype, message=None):
+    """Write ``result`` into ``out`` (resized); ``message``, if given, is the error for an
+    ``out`` of another dtype (which must then match exactly)."""
     if out.device != result.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {result.device} and {out.device}!")
@@ -241,6 +276,8 @@ def _write(out, result, fname, exact_dtype):
         res, dst = _short(result.dtype), _short(out.dtype)
         names = {"res": _NAMES.get(res, res), "out": _NAMES.get(dst, dst),
                  "cres": _CPP_NAMES.get(res, res), "cout": _CPP_NAMES.get(dst, dst)}
+        if message is not None:
+            raise RuntimeError(message.format(**names))
         if exact_dtype:
             raise RuntimeError(_EXACT.format(**names))
         castable = _can_cast(result.dtype, out.dtype)
@@ -293,7 +330,7 @@ def _call_with_out(fn, fname, args, kwargs, out):
         if multi:
             raise TypeError(f"{fname}(): argument 'out' must be Tensor, not "
                             f"{type(out).__name__}")
-        _write(out, result, fname, False)
+        _write(out, result, fname, False, _call_message(fname, args, kwargs))
         return out
     if not isinstance(result, (tuple, list)):
         raise RuntimeError(f"{fname}(): out= is not supported for a result of type "
@@ -304,8 +341,9 @@ def _call_with_out(fn, fname, args, kwargs, out):
     if len(out) != len(result):
         raise RuntimeError(f"{fname}(): expected out= to be a tuple of {len(result)} tensors, "
                            f"got {len(out)}")
-    for o, r in zip(out, result):
-        _write(o, r, fname, True)
+    messages = _MULTI_DTYPE.get(fname, [None] * len(out))
+    for o, r, message in zip(out, result, messages):
+        _write(o, r, fname, True, message)
     if hasattr(result, "_fields"):  # a named tuple (torch.return_types.*)
         return type(result)(*out)
     return type(out)(out)

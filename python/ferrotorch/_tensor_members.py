@@ -56,8 +56,9 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
         new = _C.empty(0, dtype=self.dtype, device=self.device)
     elif isinstance(source, Tensor):
         if source.dtype != self.dtype:
-            raise RuntimeError(f"Could not set tensor of type {str(source.dtype).split('.')[-1]}"
-                               f" to a tensor of type {str(self.dtype).split('.')[-1]}")
+            from ferrotorch._api_extra import _ctype  # PyTorch names the C++ types
+            raise RuntimeError(f"Could not set tensor of type {_ctype(source.dtype)} to a "
+                               f"tensor of type {_ctype(self.dtype)}")
         new = source
     elif isinstance(source, (UntypedStorage, TypedStorage)):
         new = _storage_tensor(source, self.dtype)

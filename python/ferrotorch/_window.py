@@ -78,7 +78,11 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
     trivial = _trivial(window_length, dtype, device, requires_grad)
     if trivial is not None:
         return trivial
-    window = _cosine_sum(window_length, periodic, (0.42, 0.5, 0.08), dtype, device)
+    # PyTorch's order of operations (it shows in float16 / bfloat16 roundings).
+    n = window_length + 1 if periodic else window_length
+    phase = _C.arange(n, dtype=dtype, device=device) * (math.pi / (n - 1))
+    window = (phase * 4).cos() * 0.08 - (phase * 2).cos() * 0.5 + 0.42
+    window = window.narrow(0, 0, window_length) if periodic else window
     return _finish(window, requires_grad)
 
 
