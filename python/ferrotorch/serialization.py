@@ -102,8 +102,13 @@ def _flatten(obj, tensors, path, entries=None):
         keys = list(obj.keys())
         if not all(isinstance(k, (str, int)) for k in keys):
             raise TypeError(f"ferrotorch.save: dict keys must be str or int at {path}")
-        return {"D": [[k, _flatten(obj[k], tensors, f"{path}.{k}", entries)] for k in keys],
+        desc = {"D": [[k, _flatten(obj[k], tensors, f"{path}.{k}", entries)] for k in keys],
                 "ordered": type(obj).__name__ == "OrderedDict"}
+        # a state_dict's per-module versions, kept as pickling an OrderedDict keeps them
+        metadata = getattr(obj, "_metadata", None)
+        if isinstance(metadata, dict):
+            desc["meta"] = _flatten(metadata, tensors, f"{path}._metadata", entries)
+        return desc
     if isinstance(obj, (list, tuple)):
         tag = "L" if isinstance(obj, list) else "U"
         return {tag: [_flatten(v, tensors, f"{path}[{i}]", entries)
@@ -178,6 +183,8 @@ def _unflatten(desc, tensors, weights_only, map_location=None, loaded=None):
         d = OrderedDict() if desc.get("ordered") else {}
         for k, v in desc["D"]:
             d[k] = rec(v)
+        if "meta" in desc and isinstance(d, OrderedDict):
+            d._metadata = rec(desc["meta"])
         return d
     if "L" in desc:
         return [rec(v) for v in desc["L"]]

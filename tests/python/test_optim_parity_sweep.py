@@ -474,3 +474,15 @@ def test_tensor_lr_vs_torch(name):
         res.append((p.detach().numpy(), type(opt.param_groups[0]["lr"]).__name__))
     np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
     assert res[0][1] == res[1][1] == "Tensor"
+
+
+def test_adam_betas_must_be_both_floats_or_both_tensors():
+    p = [ft.nn.Parameter(ft.zeros(3))]
+    with pytest.raises(ValueError, match="betas must be either both floats or both Tensors"):
+        ft.optim.Adam(p, betas=(ft.tensor(0.9), 0.99))
+    with pytest.raises(ValueError, match="betas must be either both floats or both Tensors"):
+        ft.optim.AdamW(p, betas=(0.9, 0))
+    with pytest.raises(ValueError, match=r"betas\[0\] as a Tensor is not supported"):
+        ft.optim.Adam(p, betas=(ft.tensor(0.9), ft.tensor(0.99)), foreach=True)
+    opt = ft.optim.Adam(p, betas=(ft.tensor(0.9), ft.tensor(0.99)))
+    assert float(opt.param_groups[0]["betas"][1]) == pytest.approx(0.99)

@@ -174,3 +174,16 @@ def test_parameters_load_as_parameters():
     with ft.no_grad():
         d["p"][0] = 5.0
     assert d["head"].tolist() == [5.0]  # and still shares its memory
+
+
+def test_state_dict_metadata_survives_save_and_load():
+    # torch.save keeps an OrderedDict's _metadata (the per-module versions that
+    # load_state_dict hands to _load_from_state_dict); so does ferrotorch.save
+    sd = ft.nn.Sequential(ft.nn.Linear(2, 3), ft.nn.BatchNorm1d(3)).state_dict()
+    buf = io.BytesIO()
+    ft.save(sd, buf)
+    buf.seek(0)
+    back = ft.load(buf)
+    assert dict(back._metadata) == {"": {"version": 1}, "0": {"version": 1},
+                                    "1": {"version": 2}}
+    assert list(back) == list(sd)

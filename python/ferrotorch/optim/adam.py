@@ -35,6 +35,7 @@ class Adam(Optimizer):
             raise ValueError(
                 "lr as a Tensor is not supported for capturable=False and foreach=True")
         lr = _check_adam_hyperparameters(lr, eps, betas, weight_decay)
+        _check_beta_types(betas, foreach, capturable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
@@ -107,6 +108,20 @@ class Adam(Optimizer):
                         beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
                         amsgrad=amsgrad, maximize=group["maximize"],
                         decoupled=group["decoupled_weight_decay"])
+
+
+def _check_beta_types(betas, foreach, capturable):
+    """PyTorch's Adam checks: both betas floats or both 1-element tensors (an int is neither)."""
+    is_t = [isinstance(b, _C.Tensor) for b in betas[:2]]
+    if not (all(is_t) or all(isinstance(b, float) for b in betas[:2])):
+        raise ValueError("betas must be either both floats or both Tensors")
+    for i, b in enumerate(betas[:2]):
+        if is_t[i]:
+            if foreach and not capturable:
+                raise ValueError(f"betas[{i}] as a Tensor is not supported for "
+                                 "capturable=False and foreach=True")
+            if b.numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
 
 
 class AdamW(Adam):
