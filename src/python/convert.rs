@@ -35,8 +35,9 @@ impl PyDType {
     fn itemsize(&self) -> usize {
         self.0.size()
     }
-    fn __reduce__(&self) -> (String,) {
-        (self.0.python_name().to_string(),)
+    /// Pickled by name: `ferrotorch.float64` (the interned object comes back).
+    fn __reduce__(&self) -> &'static str {
+        self.0.python_name()
     }
 }
 
@@ -86,6 +87,10 @@ impl PyDevice {
     }
     fn __str__(&self) -> String {
         self.0.to_string()
+    }
+    /// Pickled as `device("cuda:0")`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, pyo3::types::PyType>, (String,)) {
+        (slf.get_type(), (slf.get().0.to_string(),))
     }
 }
 

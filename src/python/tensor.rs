@@ -679,9 +679,7 @@ impl PyTensor {
     fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
         match dim {
             None => Ok(PyTuple::new(py, self.inner.strides())?.into_any()),
-            Some(d) => Ok(self.inner.strides()[self.inner.dim(d)?]
-                .into_pyobject(py)?
-                .into_any()),
+            Some(d) => Ok(self.inner.stride(d)?.into_pyobject(py)?.into_any()),
         }
     }
     fn storage_offset(&self) -> usize {

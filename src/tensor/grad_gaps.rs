@@ -421,8 +421,6 @@ impl Tensor {
         if needs_grad(&[self]) && out.dtype().is_floating_point() {
             let saved = SavedTensor::new(self, "LinalgPinvBackward0");
             let od = SavedTensor::new(&out.detach(), "LinalgPinvBackward0");
-            let nd = self.ndim();
-            let (m, n) = (self.shape()[nd - 2], self.shape()[nd - 1]);
             record(
                 "LinalgPinvBackward0",
                 &[self],
@@ -437,24 +435,7 @@ impl Tensor {
                     } else {
                         od.get()?.clone()
                     };
-                    let ph = p.mt()?;
-                    let gh = g.mt()?;
-                    let r = if m <= n {
-                        let k = gh.matmul(&p)?;
-                        let kph = k.matmul(&ph)?;
-                        let t1 = p.matmul(&k)?.mt()?;
-                        let t3 = a.matmul(&p)?.matmul(&kph)?;
-                        let t4 = ph.matmul(&p)?.matmul(&sub(&gh, &k.matmul(a)?)?)?;
-                        add(&sub(&sub(&kph, &t1)?, &t3)?, &t4)?
-                    } else {
-                        let k = p.matmul(&gh)?;
-                        let phk = ph.matmul(&k)?;
-                        let t1 = k.matmul(&p)?.mt()?;
-                        let t2 = sub(&gh, &a.matmul(&k)?)?.matmul(&p)?.matmul(&ph)?;
-                        let t4 = phk.matmul(&p)?.matmul(a)?;
-                        sub(&add(&sub(&t2, &t1)?, &phk)?, &t4)?
-                    };
-                    Ok(vec![Some(r)])
+                    Ok(vec![Some(pinv_backward(g, &p, a)?)])
                 }),
             );
         }
@@ -779,4 +760,29 @@ fn moments_dtype_check(t: &Tensor, op: &str) -> Result<()> {
     Err(crate::Error::NotImplemented(format!(
         "{op} only support floating point and complex dtypes"
     )))
+}
+
+/// PyTorch's `pinv_backward`: the gradient for `a` from the gradient `g` of its
+/// pseudo-inverse `p` (valid where the rank is locally constant; tensor ops, so it is itself
+/// differentiable). Also the gradient of a wide `linalg.lstsq`, whose solution is `p @ B`.
+pub(super) fn pinv_backward(g: &Tensor, p: &Tensor, a: &Tensor) -> Result<Tensor> {
+    let nd = a.ndim();
+    let (m, n) = (a.shape()[nd - 2], a.shape()[nd - 1]);
+    let ph = p.mt()?;
+    let gh = g.mt()?;
+    if m <= n {
+        let k = gh.matmul(p)?;
+        let kph = k.matmul(&ph)?;
+        let t1 = p.matmul(&k)?.mt()?;
+        let t3 = a.matmul(p)?.matmul(&kph)?;
+        let t4 = ph.matmul(p)?.matmul(&sub(&gh, &k.matmul(a)?)?)?;
+        add(&sub(&sub(&kph, &t1)?, &t3)?, &t4)
+    } else {
+        let k = p.matmul(&gh)?;
+        let phk = ph.matmul(&k)?;
+        let t1 = k.matmul(p)?.mt()?;
+        let t2 = sub(&gh, &a.matmul(&k)?)?.matmul(p)?.matmul(&ph)?;
+        let t4 = phk.matmul(p)?.matmul(a)?;
+        sub(&add(&sub(&t2, &t1)?, &phk)?, &t4)
+    }
 }

@@ -755,8 +755,9 @@ impl Tensor {
 }
 
 impl Tensor {
-    /// `linalg.lstsq(A, B)`. The solution is differentiable for full-column-rank `A`
-    /// (`m >= n`); residuals, rank and singular values record nothing.
+    /// `linalg.lstsq(A, B)`. The solution is differentiable (a tall `A` through the normal
+    /// equations, a wide one through its pseudo-inverse, as PyTorch); residuals, rank and
+    /// singular values record nothing.
     pub fn linalg_lstsq(
         &self,
         b: &Tensor,
@@ -781,11 +782,6 @@ impl Tensor {
                     let Some(g) = &grads[0] else {
                         return grads_or_none(2);
                     };
-                    if m < n {
-                        return Err(crate::Error::Runtime(
-                            "linalg.lstsq: the derivative is only implemented for inputs with at least as many rows as columns".into(),
-                        ));
-                    }
                     let a = saved_a.get()?;
                     let bm = saved_b.get()?;
                     let x = od.get()?.clone();
@@ -794,6 +790,25 @@ impl Tensor {
                     } else {
                         (g.clone(), x, bm.clone())
                     };
+                    if m < n {
+                        // the minimum-norm solution X = pinv(A) B (PyTorch's
+                        // linalg_lstsq_backward, for every shape)
+                        let p = a.linalg_pinv(None, None, false)?;
+                        let ga = if need_a {
+                            let gp = g.matmul(&bm.mt()?)?;
+                            Some(super::grad_gaps::pinv_backward(&gp, &p, a)?.sum_to_shape(&sa)?)
+                        } else {
+                            None
+                        };
+                        let gb = if need_b {
+                            let t = p.mt()?.matmul(&g)?;
+                            let t = if vector { t.squeeze(Some(&[-1]))? } else { t };
+                            Some(t.sum_to_shape(&sb)?)
+                        } else {
+                            None
+                        };
+                        return Ok(vec![ga, gb]);
+                    }
                     let p = a.mt()?.matmul(a)?;
                     let z = p.linalg_solve(&g, true)?;
                     let ga = if need_a {

@@ -265,7 +265,19 @@ impl Tensor {
     }
     /// Size of dim `dim` (negative counts from the end).
     pub fn size(&self, dim: i64) -> Result<usize> {
-        Ok(self.shape()[self.dim(dim)?])
+        Ok(self.shape()[self.existing_dim(dim)?])
+    }
+    /// The stride of dim `dim` (negative counts from the end).
+    pub fn stride(&self, dim: i64) -> Result<usize> {
+        Ok(self.strides()[self.existing_dim(dim)?])
+    }
+    /// [`Tensor::dim`] for ops that index the shape: a 0-d tensor has no dim 0 to read
+    /// (PyTorch's "Dimension specified as 0 but tensor has no dimensions").
+    fn existing_dim(&self, dim: i64) -> Result<usize> {
+        if self.ndim() == 0 {
+            return Err(Error::DimOutOfRange { dim, ndim: 0 });
+        }
+        self.dim(dim)
     }
     /// Normalise a possibly negative dim index.
     pub fn dim(&self, dim: i64) -> Result<usize> {

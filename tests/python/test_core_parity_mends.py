@@ -299,3 +299,41 @@ def test_inplace_view_ops_on_a_leaf_that_requires_grad(op):
     c = ft.ones(2, 1, requires_grad=True) * 2  # a non-leaf is rebased onto the view
     op(c)
     assert c.grad_fn is not None
+
+
+# ------------------------------------------------------------------- wide lstsq gradients
+
+def test_lstsq_of_a_wide_matrix_is_differentiable():
+    rng = np.random.default_rng(3)
+    A = ft.tensor(rng.normal(size=(2, 3, 5)), requires_grad=True)
+    B = ft.tensor(rng.normal(size=(2, 3, 2)), requires_grad=True)
+    assert ft.autograd.gradcheck(lambda a, b: ft.linalg.lstsq(a, b).solution, (A, B))
+    b = ft.tensor(rng.normal(size=(2, 3)), requires_grad=True)  # the vector form
+    assert ft.autograd.gradcheck(lambda a, v: ft.linalg.lstsq(a, v).solution, (A, b))
+    # the minimum-norm solution and its gradient, as torch 2.15 (pinv(A) @ B)
+    x = ft.linalg.lstsq(A, B).solution
+    np.testing.assert_allclose(x.detach().numpy(),
+                               np.linalg.pinv(A.detach().numpy()) @ B.detach().numpy(),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_size_and_stride_of_a_0d_tensor_raise_index_error():
+    t = ft.tensor(1.0)
+    for f in (lambda: t.size(0), lambda: t.stride(0), lambda: t.size(-1)):
+        with pytest.raises(IndexError, match="Dimension specified as -?[01] but tensor has no "
+                                             "dimensions"):
+            f()
+    assert t.size() == () and t.stride() == ()
+    assert ft.ones(2, 3).stride(-2) == 3 and ft.ones(2, 3).size(-1) == 3
+
+
+def test_dtype_and_device_pickle():
+    import copy
+    import pickle
+
+    for dt in (ft.float64, ft.float16, ft.bfloat16, ft.int8, ft.bool, ft.ones(1).dtype):
+        assert pickle.loads(pickle.dumps(dt)) is dt
+        assert copy.deepcopy(dt) is dt
+    for d in (ft.device("cpu"), ft.device("cuda:1"), ft.device("cuda", 0)):
+        back = pickle.loads(pickle.dumps(d))
+        assert back == d and str(back) == str(d)
