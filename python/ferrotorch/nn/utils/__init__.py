@@ -25,3 +25,12 @@ from ferrotorch.nn.utils.memory_format import (  # noqa: F401,E402
     convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format,
 )
 from ferrotorch.nn.utils.clip_grad import clip_grads_with_norm_  # noqa: F401,E402
+
+__all__ = [
+    "clip_grad_norm", "clip_grad_norm_", "clip_grads_with_norm_", "clip_grad_value_",
+    "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format",
+    "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
+    "get_total_norm", "parameters_to_vector", "parametrizations", "parametrize",
+    "remove_spectral_norm", "remove_weight_norm", "rnn", "skip_init", "spectral_norm",
+    "stateless", "vector_to_parameters", "weight_norm",
+]

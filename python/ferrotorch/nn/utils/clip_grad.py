@@ -8,6 +8,8 @@ from ferrotorch.autograd.grad_mode import no_grad
 
 Tensor = _C.Tensor
 
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_"]
+
 
 def _grads(parameters):
     if isinstance(parameters, Tensor):

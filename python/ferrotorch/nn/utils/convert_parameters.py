@@ -12,7 +12,12 @@ def parameters_to_vector(parameters):
 
 
 def vector_to_parameters(vec, parameters):
-    r"""Copy consecutive slices of the 1-d tensor ``vec`` into ``parameters`` (in place)."""
+    r"""Copy consecutive slices of the 1-d tensor ``vec`` into ``parameters`` (in place).
+
+    PyTorch instead points each ``param.data`` at its slice (sharing memory with ``vec``).
+    Assigning ``.data`` here replaces only that Python object's data, so a tensor reached
+    through another handle (``[p.grad for p in ...]``, a common ES idiom) would not change;
+    copying gives the same values for every handle."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     pointer = 0

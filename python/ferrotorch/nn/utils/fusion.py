@@ -46,7 +46,8 @@ def fuse_linear_bn_eval(linear, bn):
     assert not (linear.training or bn.training), "Fusion only for eval!"
     fused_linear = copy.deepcopy(linear)
     assert linear.out_features == bn.num_features or bn.num_features == 1, (
-        "To fuse, linear.out_features == bn.num_features or bn.num_features == 1")
+        "To fuse, linear.out_features == bn.num_features or bn.num_features == 1, "
+        f"got linear.out_features={linear.out_features} and bn.num_features={bn.num_features}")
     assert bn.running_mean is not None and bn.running_var is not None
     fused_linear.weight, fused_linear.bias = fuse_linear_bn_weights(
         fused_linear.weight, fused_linear.bias, bn.running_mean, bn.running_var, bn.eps,

@@ -32,7 +32,8 @@ class BasePruningMethod(ABC):
         """The mask for ``t``, combined with ``default_mask`` (the mask so far)."""
 
     def apply_mask(self, module):
-        assert self._tensor_name is not None, f"Module {module} has to be pruned"
+        if self._tensor_name is None:
+            raise AssertionError(f"Module {module} has to be pruned")
         mask = getattr(module, self._tensor_name + "_mask")
         orig = getattr(module, self._tensor_name + "_orig")
         return mask.to(dtype=orig.dtype) * orig
@@ -47,10 +48,10 @@ class BasePruningMethod(ABC):
                 old_method = hook
                 hooks_to_remove.append(k)
                 found += 1
-        assert found <= 1, (
-            f"Avoid adding multiple pruning hooks to the same tensor {name} of module {module}. "
-            "Use a PruningContainer."
-        )
+        if found > 1:
+            raise AssertionError(
+                f"Avoid adding multiple pruning hooks to the same tensor {name} of module "
+                f"{module}. Use a PruningContainer.")
         for k in hooks_to_remove:
             del module._forward_pre_hooks[k]
         method = cls(*args, **kwargs)
@@ -66,9 +67,10 @@ class BasePruningMethod(ABC):
 
         orig = getattr(module, name)
         if importance_scores is not None:
-            assert importance_scores.shape == orig.shape, (
-                f"importance_scores should have the same shape as parameter {name} of {module}"
-            )
+            if importance_scores.shape != orig.shape:
+                raise AssertionError(
+                    f"importance_scores should have the same shape as parameter {name} of "
+                    f"{module}, got {importance_scores.shape} vs {orig.shape}")
         else:
             importance_scores = orig
         if not isinstance(method, PruningContainer):
@@ -94,9 +96,10 @@ class BasePruningMethod(ABC):
     def prune(self, t, default_mask=None, importance_scores=None):
         """``t`` times its mask (``t`` itself is not modified)."""
         if importance_scores is not None:
-            assert importance_scores.shape == t.shape, (
-                "importance_scores should have the same shape as tensor t"
-            )
+            if importance_scores.shape != t.shape:
+                raise AssertionError(
+                    "importance_scores should have the same shape as tensor t, got "
+                    f"{importance_scores.shape} vs {t.shape}")
         else:
             importance_scores = t
         default_mask = default_mask if default_mask is not None else torch.ones_like(t)
@@ -104,9 +107,9 @@ class BasePruningMethod(ABC):
 
     def remove(self, module):
         """Makes the pruning permanent: ``name`` becomes a parameter with the pruned values."""
-        assert self._tensor_name is not None, (
-            f"Module {module} has to be pruned before pruning can be removed"
-        )
+        if self._tensor_name is None:
+            raise AssertionError(
+                f"Module {module} has to be pruned before pruning can be removed")
         weight = self.apply_mask(module)
         if hasattr(module, self._tensor_name):
             delattr(module, self._tensor_name)
@@ -313,7 +316,9 @@ class CustomFromMask(BasePruningMethod):
         self.mask = mask
 
     def compute_mask(self, t, default_mask):
-        assert default_mask.shape == self.mask.shape
+        if default_mask.shape != self.mask.shape:
+            raise AssertionError(f"default_mask shape {default_mask.shape} must match "
+                                 f"self.mask shape {self.mask.shape}")
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
     @classmethod

@@ -7,6 +7,7 @@ Sequences are sorted by decreasing length (``sorted_indices`` maps back to the c
 """
 
 from collections import namedtuple
+from collections.abc import Iterable
 
 from ferrotorch import _C
 from ferrotorch.nn import functional as F
@@ -37,10 +38,16 @@ class PackedSequence(_PackedSequenceBase):
         if unsorted_indices is None:
             unsorted_indices = invert_permutation(sorted_indices)
         if batch_sizes is None:
-            raise NotImplementedError("PackedSequence: batch_sizes is required")
-        if batch_sizes.dtype != _C.int64 or batch_sizes.dim() != 1:
-            raise ValueError("batch_sizes should always be a 1D int64 tensor (CPU), got "
-                             f"{batch_sizes.dim()}-D {batch_sizes.dtype}")
+            # The ``PackedSequence((data, batch_sizes), sorted_indices=...)`` form.
+            assert isinstance(data, (list, tuple)) and len(data) == 2, (
+                "Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        elif batch_sizes.device.type != "cpu":
+            raise ValueError(
+                "batch_sizes should always be on CPU. Instances of PackedSequence should "
+                "never be created manually. They should be instantiated by functions like "
+                "pack_sequence and pack_padded_sequences in nn.utils.rnn. "
+                "https://pytorch.org/docs/stable/nn.html#torch.nn.utils.rnn.pack_sequence")
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def _with_data(self, data):
@@ -78,19 +85,44 @@ class PackedSequence(_PackedSequenceBase):
     def half(self):
         return self.to(dtype=_C.float16)
 
+    def long(self):
+        return self.to(dtype=_C.int64)
+
+    def int(self):
+        return self.to(dtype=_C.int32)
+
+    def short(self):
+        return self.to(dtype=_C.int16)
+
+    def char(self):
+        return self.to(dtype=_C.int8)
+
+    def byte(self):
+        return self.to(dtype=_C.uint8)
+
+    def pin_memory(self):
+        # batch_sizes stays as it is, as PyTorch (see ``to``).
+        def pin(t):
+            return None if t is None else t.pin_memory()
+
+        return type(self)(self.data.pin_memory(), self.batch_sizes,
+                          pin(self.sorted_indices), pin(self.unsorted_indices))
+
     @property
     def is_cuda(self):
         return self.data.is_cuda
 
     def is_pinned(self):
-        return False
+        return self.data.is_pinned()
 
 
 def _lengths_list(lengths):
     if isinstance(lengths, _C.Tensor):
         if lengths.dim() != 1:
+            # PyTorch names the legacy scalar type: "2D cpu Long tensor".
+            scalar = lengths.type().rsplit(".", 1)[-1].removesuffix("Tensor")
             raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got "
-                               f"{lengths.dim()}D {lengths.dtype} tensor")
+                               f"{lengths.dim()}D {lengths.device.type} {scalar} tensor")
         return [int(v) for v in lengths.tolist()]
     return [int(v) for v in lengths]
 
@@ -195,12 +227,23 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
                            f"{padding_side}.")
     if isinstance(sequences, _C.Tensor):
         sequences = list(sequences.unbind(0))
+    if not isinstance(sequences, Iterable):
+        raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg "
+                           f"of type: {type(sequences)}")
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
+    if any(s.dim() == 0 for s in sequences):
+        raise RuntimeError("pad_sequence: expected every sequence to have at least one "
+                           "dimension, but got a 0-d tensor")
     max_len = max(s.size(0) for s in sequences)
+    # The output takes the dtype of the first sequence (PyTorch copies every sequence into
+    # a buffer of that dtype rather than promoting).
+    dtype = sequences[0].dtype
     padded = []
     for s in sequences:
+        if s.dtype != dtype:
+            s = s.to(dtype)
         extra = max_len - s.size(0)
         if extra:
             tail = (0, 0) * (s.dim() - 1)
