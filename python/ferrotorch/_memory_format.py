@@ -51,6 +51,9 @@ channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
 strided = layout("strided")
 
+# Public as ``ferrotorch.memory_format``/``ferrotorch.layout`` (PyTorch: ``torch.memory_format``).
+memory_format.__module__ = layout.__module__ = "ferrotorch"
+
 _BY_NAME = {"contiguous_format": contiguous_format, "channels_last": channels_last,
             "channels_last_3d": channels_last_3d, "preserve_format": preserve_format,
             "strided": strided}

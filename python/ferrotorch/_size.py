@@ -4,7 +4,14 @@ import math
 
 
 class Size(tuple):
-    """A tensor shape; a tuple of ints that prints like PyTorch's `torch.Size([2, 3])`."""
+    """A tensor shape; a tuple of ints that prints like PyTorch's `torch.Size([2, 3])`.
+
+    No ``__new__`` checking the items (PyTorch refuses ``Size([2.5])``): every
+    ``Tensor.shape`` builds one, and a Python ``__new__`` made that 6x slower (720 vs 112 ns).
+    """
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
 
     def numel(self) -> int:
         return math.prod(self)

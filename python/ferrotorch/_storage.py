@@ -9,6 +9,7 @@ of, followed back through ``_base``), which is the whole allocation for a tensor
 factory or an op, and a lower bound for memory reached only through ``detach``-style aliases
 of a larger tensor."""
 
+import operator
 import warnings
 
 from ferrotorch import _C
@@ -32,6 +33,23 @@ def _extent_bytes(t):
                                                zip(x.shape, x.stride()))
         best = max(best, end * x.element_size())
     return best
+
+
+def _flat(tensor, n):
+    """The first ``n`` elements of ``tensor``'s storage, as a 1-d tensor sharing its memory."""
+    return tensor.detach().as_strided((n,), (1,), 0)
+
+
+def _check_index(idx, size):
+    i = operator.index(idx)
+    if not -size <= i < size:
+        raise IndexError(f"index {i} out of range for storage of size {size}")
+    return i % size if size else i
+
+
+def _storage_str(storage, info):
+    # PyTorch prints one element per line, each after a space, then the info line.
+    return " " + "\n ".join(str(v) for v in storage.tolist()) + "\n" + info
 
 
 class UntypedStorage:
@@ -67,6 +85,53 @@ class UntypedStorage:
     def __len__(self):
         return self._nbytes
 
+    def _bytes(self):
+        n = self._nbytes // self._tensor.element_size()
+        return _flat(self._tensor, n).view(_C.uint8)
+
+    def tolist(self):
+        return self._bytes().tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __getitem__(self, idx):
+        return self._bytes()[_check_index(idx, self._nbytes)].item()
+
+    # Memory here is never shared between processes, pinned or sparse.
+    is_sparse = False
+
+    def is_shared(self):
+        return False
+
+    def is_pinned(self, device="cuda"):
+        return False
+
+    def type(self):
+        return "ferrotorch.storage.UntypedStorage"
+
+    def untyped(self):
+        return self
+
+    def clone(self):
+        """A copy in new memory."""
+        return UntypedStorage(self._bytes().clone())
+
+    def cpu(self):
+        return self if self.device.type == "cpu" else UntypedStorage(self._bytes().cpu())
+
+    def fill_(self, value):
+        self._bytes().fill_(value)  # writes through to the tensor's memory
+        return self
+
+    def copy_(self, source, non_blocking=None):
+        src = source.untyped() if isinstance(source, TypedStorage) else source
+        if src.nbytes() != self.nbytes():
+            raise RuntimeError(f"size does not match, self was {self.nbytes()} bytes but src "
+                               f"was {src.nbytes()} bytes")
+        self._bytes().copy_(src._bytes())
+        return self
+
     def __eq__(self, other):
         return isinstance(other, UntypedStorage) and other._ptr == self._ptr and (
             other.device == self.device)
@@ -75,13 +140,15 @@ class UntypedStorage:
         return hash((self._ptr, str(self.device)))
 
     def __repr__(self):
-        return f"[ferrotorch.storage.UntypedStorage(device={self.device}) of size {len(self)}]"
+        return _storage_str(
+            self, f"[ferrotorch.storage.UntypedStorage(device={self.device}) of size {len(self)}]")
 
 
 class TypedStorage:
     """The elements behind a tensor, in its dtype (PyTorch's deprecated ``TypedStorage``)."""
 
     def __init__(self, tensor):
+        self._tensor = tensor
         self._untyped = UntypedStorage(tensor)
         self.dtype = tensor.dtype
         self._element_size = tensor.element_size()
@@ -116,9 +183,59 @@ class TypedStorage:
     def __len__(self):
         return self.size()
 
+    def tolist(self):
+        return _flat(self._tensor, self.size()).tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
+        return _flat(self._tensor, self.size())[_check_index(idx, self.size())].item()
+
+    is_sparse = False
+
+    def is_shared(self):
+        return False
+
+    def is_pinned(self, device="cuda"):
+        return False
+
+    def type(self):
+        """The legacy class name, e.g. ``'ferrotorch.FloatStorage'``."""
+        from ferrotorch._legacy_tensor import _NAMES
+
+        name = next(k for k, v in _NAMES.items() if getattr(_C, v) == self.dtype)
+        return "ferrotorch." + name.replace("Tensor", "Storage")  # as Tensor.type()
+
+    def clone(self):
+        """A copy in new memory."""
+        return TypedStorage(_flat(self._tensor, self.size()).clone())
+
+    def cpu(self):
+        flat = _flat(self._tensor, self.size())
+        return TypedStorage(flat if self.device.type == "cpu" else flat.cpu())
+
+    def fill_(self, value):
+        _flat(self._tensor, self.size()).fill_(value)  # writes through to the tensor
+        return self
+
+    def copy_(self, source, non_blocking=None):
+        self._untyped.copy_(source)
+        return self
+
+    def __setitem__(self, idx, value):
+        # Writes go to the tensor's memory, as in PyTorch.
+        flat = _flat(self._tensor, self.size())
+        if not isinstance(idx, slice):
+            idx = _check_index(idx, self.size())
+        flat[idx] = value  # ``flat`` is detached, so a leaf that requires grad is fine
+
     def __repr__(self):
-        return (f"[ferrotorch.storage.TypedStorage(dtype={self.dtype}, device={self.device}) "
-                f"of size {len(self)}]")
+        return _storage_str(
+            self, f"[ferrotorch.storage.TypedStorage(dtype={self.dtype}, device={self.device}) "
+                  f"of size {len(self)}]")
 
 
 _typed_storage_warned = False

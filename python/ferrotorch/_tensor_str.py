@@ -1,5 +1,6 @@
 """Torch-style printing of tensors (formatting lives in Python, as in PyTorch)."""
 
+import contextlib
 import math
 
 from ferrotorch import _C
@@ -22,6 +23,22 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
         if v is not None:
             PRINT_OPTIONS[k] = v
     PRINT_OPTIONS["sci_mode"] = sci_mode
+
+
+def get_printoptions():
+    """The current options, as a dict that can be passed back to ``set_printoptions``."""
+    return dict(PRINT_OPTIONS)
+
+
+@contextlib.contextmanager
+def printoptions(**kwargs):
+    """Temporarily change the print options (``torch._tensor_str.printoptions``)."""
+    old = get_printoptions()
+    set_printoptions(**kwargs)
+    try:
+        yield
+    finally:
+        set_printoptions(**old)
 
 
 class _Formatter:
@@ -103,6 +120,9 @@ def _collect(lst, shape, summarize, edge):
 def _fmt_nested(lst, shape, fmt, indent, summarize, edge, linewidth):
     if not shape:
         return fmt.format(lst)
+    if summarize and not edge:
+        # edgeitems=0: PyTorch prints a bare "[...]" (no leading space, no nesting).
+        return "[...]"
     n = shape[0]
     idx = list(range(n))
     if summarize and n > 2 * edge:
@@ -148,6 +168,9 @@ def _repr(self, *, tensor_contents=None):
         body = "[]"
     else:
         body = _tensor_str(self.detach() if hasattr(self, "detach") else self, indent)
+        if not PRINT_OPTIONS["edgeitems"]:
+            # With edgeitems=0 nothing shows the shape, so PyTorch spells it out.
+            suffixes.append(f"size={tuple(self.shape)}")
     if self.device.type != "cpu":
         suffixes.append(f"device='{self.device}'")
     default = _C.get_default_dtype()
@@ -160,7 +183,23 @@ def _repr(self, *, tensor_contents=None):
         suffixes.append(f"grad_fn=<{name}>")
     elif self.requires_grad:
         suffixes.append("requires_grad=True")
-    return prefix + ", ".join([body] + suffixes) + ")"
+    return _add_suffixes(prefix + body, suffixes, indent)
+
+
+def _add_suffixes(tensor_str, suffixes, indent):
+    """Append ``dtype=``, ``grad_fn=``... like PyTorch: a suffix that would pass the line
+    width goes on its own line. (The ``+ 1`` below, rather than ``- 1``, is PyTorch's.)"""
+    parts = [tensor_str]
+    last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > PRINT_OPTIONS["linewidth"]:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
 
 
 _C.Tensor.__repr__ = _repr
