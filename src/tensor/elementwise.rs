@@ -2330,10 +2330,13 @@ impl Tensor {
             // d/dx = sigmoid(beta x) = 1 / (1 + exp(-beta x)), 1 in the linear region
             let (f, d) = both_precisions!(|g: T, x: T| {
                 let bx = x * beta as T;
+                // both sides computed, then selected: a branch around the exp kept the
+                // loop scalar (slower than the op chain it replaces)
+                let smooth = g / (1.0 + (-bx).vexp());
                 if bx > threshold as T {
                     g
                 } else {
-                    g / (1.0 + (-bx).vexp())
+                    smooth
                 }
             });
             if let Some(gx) = fused_grad(g, &xs[0], f, d) {

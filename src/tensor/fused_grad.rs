@@ -21,6 +21,12 @@ pub(super) fn fused_grad(
         x: &Tensor,
         f: impl Fn(T, T) -> T + Sync + Send,
     ) -> Result<Tensor> {
+        // An expanded scalar gradient (`y.sum().backward()`) is written out first: map2's
+        // broadcast-scalar loop runs a closure with captured parameters (softplus's beta)
+        // one element at a time, the two-slice loop vectorises (softplus backward of 10M
+        // f32: 48 -> 16 ms with the extra pass).
+        let expanded = g.numel() > 1 && g.layout().strides.iter().all(|&s| s == 0);
+        let g = if expanded { g.clone_data() } else { g.clone() };
         let (gs, xs) = (g.storage_slice::<T>()?, x.storage_slice::<T>()?);
         let out = crate::cpu::strided::map2(gs, g.layout(), xs, x.layout(), f);
         Ok(Tensor::from_vec_unchecked(out, x.shape()))
