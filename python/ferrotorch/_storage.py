@@ -52,7 +52,20 @@ def _storage_str(storage, info):
     return " " + "\n ".join(str(v) for v in storage.tolist()) + "\n" + info
 
 
-class UntypedStorage:
+class _PlainMemory:
+    """What both storage classes answer about their memory: never shared between processes,
+    pinned or sparse here."""
+
+    is_sparse = False
+
+    def is_shared(self):
+        return False
+
+    def is_pinned(self, device="cuda"):
+        return False
+
+
+class UntypedStorage(_PlainMemory):
     """The bytes behind a tensor (PyTorch's ``torch.UntypedStorage``, read-only here)."""
 
     def __init__(self, tensor):
@@ -98,15 +111,6 @@ class UntypedStorage:
     def __getitem__(self, idx):
         return self._bytes()[_check_index(idx, self._nbytes)].item()
 
-    # Memory here is never shared between processes, pinned or sparse.
-    is_sparse = False
-
-    def is_shared(self):
-        return False
-
-    def is_pinned(self, device="cuda"):
-        return False
-
     def type(self):
         return "ferrotorch.storage.UntypedStorage"
 
@@ -144,7 +148,7 @@ class UntypedStorage:
             self, f"[ferrotorch.storage.UntypedStorage(device={self.device}) of size {len(self)}]")
 
 
-class TypedStorage:
+class TypedStorage(_PlainMemory):
     """The elements behind a tensor, in its dtype (PyTorch's deprecated ``TypedStorage``)."""
 
     def __init__(self, tensor):
@@ -193,14 +197,6 @@ class TypedStorage:
         if isinstance(idx, slice):
             raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
         return _flat(self._tensor, self.size())[_check_index(idx, self.size())].item()
-
-    is_sparse = False
-
-    def is_shared(self):
-        return False
-
-    def is_pinned(self, device="cuda"):
-        return False
 
     def type(self):
         """The legacy class name, e.g. ``'ferrotorch.FloatStorage'``."""

@@ -207,15 +207,7 @@ def _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes,
                  for num in numerical]
     if check_backward_ad:
         analytical = _analytical_jacobian(func, inputs, check_grad_dtypes)
-        for i, (num, ana) in enumerate(zip(numerical, analytical)):
-            if num is None:
-                continue
-            for j, (n, a) in enumerate(zip(num, ana)):
-                if not np.allclose(a, n, rtol=rtol, atol=atol):
-                    raise GradcheckError(
-                        f"Jacobian mismatch for output {j} with respect to input {i},\n"
-                        f"numerical:{n}\nanalytical:{a}\n"
-                    )
+        _check_against_numerical(numerical, analytical, rtol, atol, "Jacobian mismatch")
         again = _analytical_jacobian(func, inputs)
         for ana, ana2 in zip(analytical, again):
             if ana is not None and any(np.max(np.abs(a - b), initial=0.0) > nondet_tol
@@ -230,14 +222,20 @@ def _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes,
             _test_batched_grad(func, inputs)
     if check_forward_ad:
         forward = _forward_jacobian(func, inputs)
-        for i, (num, fwd) in enumerate(zip(numerical, forward)):
-            if num is None:
-                continue
-            for j, (n, a) in enumerate(zip(num, fwd)):
-                if not np.allclose(a, n, rtol=rtol, atol=atol):
-                    raise GradcheckError(
-                        f"Jacobian computed with forward mode mismatch for output {j} with "
-                        f"respect to input {i},\nnumerical:{n}\nanalytical:{a}\n")
+        _check_against_numerical(numerical, forward, rtol, atol,
+                                 "Jacobian computed with forward mode mismatch")
+
+
+def _check_against_numerical(numerical, computed, rtol, atol, what):
+    """Raise PyTorch's GradcheckError (``what`` for output j with respect to input i) where a
+    computed Jacobian block differs from the finite-difference one."""
+    for i, (num, comp) in enumerate(zip(numerical, computed)):
+        if num is None:
+            continue
+        for j, (n, a) in enumerate(zip(num, comp)):
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                raise GradcheckError(f"{what} for output {j} with respect to input {i},\n"
+                                     f"numerical:{n}\nanalytical:{a}\n")
 
 
 def _forward_jacobian(func, inputs):
